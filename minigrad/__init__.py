@@ -1,0 +1,16 @@
+"""minigrad: a deep-learning framework written from scratch on NumPy, with CuPy for GPUs.
+
+The public face; everything here is re-exported from the modules that define it.
+"""
+from . import backend, cuda
+from .autograd import Function, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .creation import (abs, arange, broadcast_to, cat, clip, concatenate, exp, log,
+                       log_softmax, matmul, maximum, mean, minimum, ones, ones_like, rand,
+                       randn, relu, reshape, sigmoid, softmax, sqrt, squeeze, stack, sum,
+                       tanh, tensor, transpose, unsqueeze, where, zeros, zeros_like)
+from .gradcheck import GradcheckError, gradcheck
+from .random import manual_seed
+from .tensor import (Tensor, bool_, float16, float32, float64, get_default_dtype, int32,
+                     int64, set_default_dtype)
+
+__version__ = "0.1.0"

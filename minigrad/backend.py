@@ -1,0 +1,140 @@
+"""The array-module shim: the one door between minigrad and NumPy / CuPy.
+
+Every other module asks this one which array library holds an array
+(:func:`get_array_module`), where an array lives (:func:`device_of`), and how to
+move it (:func:`to_device`, :func:`asnumpy`).  CuPy is optional: it is imported
+lazily, the first time a GPU is asked for, and nothing else in minigrad imports it.
+
+Device names are the strings ``"cpu"`` and ``"cuda"`` (``"cuda:0"`` is accepted
+and means ``"cuda"``; minigrad uses one GPU).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+_cupy = None          # the cupy module once imported successfully
+_cupy_tried = False   # whether the import was attempted
+_cuda_usable = None   # cached answer of cuda_is_available()
+
+
+def _import_cupy():
+    """Import CuPy once; return the module or None when it is not installed."""
+    global _cupy, _cupy_tried
+    if not _cupy_tried:
+        _cupy_tried = True
+        try:
+            import cupy  # noqa: PLC0415  (lazy on purpose)
+            _cupy = cupy
+        except Exception:  # ImportError, or a broken CUDA install
+            _cupy = None
+    return _cupy
+
+
+def cuda_is_available() -> bool:
+    """True when CuPy imports *and* a GPU can allocate memory.
+
+    CuPy installs and imports on machines without a GPU or driver; it fails only
+    at the first allocation.  So this function allocates a small array and
+    reports False on any error.  It never raises.
+    """
+    global _cuda_usable
+    if _cuda_usable is None:
+        cp = _import_cupy()
+        if cp is None:
+            _cuda_usable = False
+        else:
+            try:
+                cp.cuda.runtime.getDeviceCount()
+                (cp.arange(2) + 1).sum().item()
+                _cuda_usable = True
+            except Exception:
+                _cuda_usable = False
+    return _cuda_usable
+
+
+def normalize_device(device) -> str:
+    """Return ``"cpu"`` or ``"cuda"`` for a device name; raise ValueError otherwise."""
+    if device is None:
+        return "cpu"
+    name = str(device)
+    if name == "cpu":
+        return "cpu"
+    if name == "cuda" or name.startswith("cuda:"):
+        return "cuda"
+    raise ValueError(f"unknown device {device!r}: expected 'cpu' or 'cuda'")
+
+
+def array_module(device: str):
+    """The array module (numpy or cupy) that holds arrays on ``device``.
+
+    Raises RuntimeError for ``"cuda"`` when no GPU is usable.
+    """
+    if normalize_device(device) == "cpu":
+        return np
+    if not cuda_is_available():
+        raise RuntimeError("device 'cuda' requested but no usable GPU was found "
+                           "(CuPy not installed, or no GPU/driver); use device='cpu'")
+    return _cupy
+
+
+def is_cupy_array(x) -> bool:
+    """True when ``x`` is a CuPy ndarray (False without importing CuPy)."""
+    return _cupy is not None and isinstance(x, _cupy.ndarray)
+
+
+def get_array_module(x):
+    """numpy or cupy, whichever holds the array ``x`` (numpy for anything else)."""
+    if _cupy is not None and isinstance(x, _cupy.ndarray):
+        return _cupy
+    return np
+
+
+def device_of(x) -> str:
+    """``"cuda"`` for a CuPy array, ``"cpu"`` otherwise."""
+    return "cuda" if is_cupy_array(x) else "cpu"
+
+
+def asnumpy(x) -> np.ndarray:
+    """Return a NumPy array: CuPy arrays are copied to the host, others converted."""
+    if is_cupy_array(x):
+        return _cupy.asnumpy(x)
+    return np.asarray(x)
+
+
+def to_device(x, device: str):
+    """Return the array ``x`` on ``device`` (no copy when it is already there)."""
+    device = normalize_device(device)
+    if device == "cpu":
+        return asnumpy(x)
+    xp = array_module("cuda")
+    return xp.asarray(x)
+
+
+def scatter_add(target, indices, values) -> None:
+    """``target[indices] += values`` where repeated indices add up, in place.
+
+    NumPy's ``np.add.at`` on the CPU; ``cupyx.scatter_add`` on the GPU (atomic
+    adds, so the summation order there is not fixed).
+    """
+    if is_cupy_array(target):
+        import cupyx  # noqa: PLC0415
+        cupyx.scatter_add(target, indices, values)
+    else:
+        np.add.at(target, indices, values)
+
+
+def synchronize(device: str = "cuda") -> None:
+    """Wait for queued GPU work to finish (no-op on the CPU); use before timing."""
+    if normalize_device(device) == "cuda" and cuda_is_available():
+        _cupy.cuda.get_current_stream().synchronize()
+
+
+def gpu_memory_stats() -> dict:
+    """CuPy memory-pool statistics in bytes: ``used``, ``total`` (held by the pool).
+
+    Returns zeros when no GPU is usable.
+    """
+    if not cuda_is_available():
+        return {"used": 0, "total": 0}
+    pool = _cupy.get_default_memory_pool()
+    return {"used": int(pool.used_bytes()), "total": int(pool.total_bytes())}

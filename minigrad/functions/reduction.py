@@ -1,0 +1,133 @@
+"""Reductions over ``axis`` (None, an int, or a tuple; negative axes allowed) with ``keepdims``.
+
+Backward broadcasts the output gradient back over the reduced axes: it first
+restores them as size-1 axes (when ``keepdims`` was False), then broadcasts.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function
+from ..backend import get_array_module
+
+
+def normalize_axis(axis, ndim, name="reduction"):
+    """Return ``axis`` as a sorted tuple of non-negative ints (all axes for None).
+
+    Raises ValueError naming the axis and the number of dimensions when it is
+    out of range or repeated.
+    """
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    out = []
+    for a in axes:
+        if not isinstance(a, int) or isinstance(a, bool):
+            raise TypeError(f"{name}: axis must be an int or a tuple of ints, got {axis!r}")
+        if not -ndim <= a < ndim:
+            raise ValueError(f"{name}: axis {a} is out of range for a tensor with "
+                             f"{ndim} dimensions")
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name}: repeated axis in {axis!r}")
+    return tuple(sorted(out))
+
+
+def _expand(g, in_shape, axes, keepdims):
+    """Reshape the reduced gradient so that it broadcasts against the input."""
+    if not keepdims and axes:
+        shape = list(in_shape)
+        for a in axes:
+            shape[a] = 1
+        g = g.reshape(shape)
+    return g
+
+
+class Sum(Function):
+    def __init__(self, axis=None, keepdims=False):
+        self.axis, self.keepdims = axis, keepdims
+
+    def forward(self, a):
+        self.in_shape = a.shape
+        self.axes = normalize_axis(self.axis, a.ndim, "sum")
+        return get_array_module(a).sum(a, axis=self.axes, keepdims=self.keepdims)
+
+    def backward(self, g):
+        g = _expand(g, self.in_shape, self.axes, self.keepdims)
+        return get_array_module(g).broadcast_to(g, self.in_shape)
+
+
+class Mean(Function):
+    def __init__(self, axis=None, keepdims=False):
+        self.axis, self.keepdims = axis, keepdims
+
+    def forward(self, a):
+        self.in_shape = a.shape
+        self.axes = normalize_axis(self.axis, a.ndim, "mean")
+        self.count = 1
+        for ax in self.axes:
+            self.count *= a.shape[ax]
+        return get_array_module(a).mean(a, axis=self.axes, keepdims=self.keepdims)
+
+    def backward(self, g):
+        g = _expand(g, self.in_shape, self.axes, self.keepdims) / self.count
+        return get_array_module(g).broadcast_to(g, self.in_shape)
+
+
+class Max(Function):
+    """Maximum over axes; tied maxima share the gradient evenly."""
+
+    reduce = "max"
+
+    def __init__(self, axis=None, keepdims=False):
+        self.axis, self.keepdims = axis, keepdims
+
+    def forward(self, a):
+        xp = get_array_module(a)
+        self.axes = normalize_axis(self.axis, a.ndim, self.reduce)
+        if a.size == 0:
+            raise ValueError(f"{self.reduce}: cannot reduce an empty tensor of shape "
+                             f"{tuple(a.shape)}")
+        self.a = a
+        self.out = getattr(xp, self.reduce)(a, axis=self.axes, keepdims=True)
+        return self.out if self.keepdims else self.out.reshape(
+            [n for i, n in enumerate(a.shape) if i not in self.axes])
+
+    def backward(self, g):
+        g = _expand(g, self.a.shape, self.axes, self.keepdims)
+        mask = (self.a == self.out)
+        count = mask.sum(axis=self.axes, keepdims=True)
+        return g * (mask / count).astype(g.dtype, copy=False)
+
+
+class Min(Max):
+    """Minimum over axes; tied minima share the gradient evenly."""
+
+    reduce = "min"
+
+
+class Var(Function):
+    """Variance over axes with ``ddof`` (0: biased, NumPy's default; 1: unbiased).
+
+    d var / d a_i = 2 (a_i - mean) / (n - ddof).
+    """
+
+    def __init__(self, axis=None, keepdims=False, ddof=0):
+        self.axis, self.keepdims, self.ddof = axis, keepdims, ddof
+
+    def forward(self, a):
+        xp = get_array_module(a)
+        self.axes = normalize_axis(self.axis, a.ndim, "var")
+        self.in_shape = a.shape
+        n = 1
+        for ax in self.axes:
+            n *= a.shape[ax]
+        self.denominator = n - self.ddof
+        self.centered = a - a.mean(axis=self.axes, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (self.centered * self.centered).sum(
+                axis=self.axes, keepdims=self.keepdims) / self.denominator
+
+    def backward(self, g):
+        g = _expand(g, self.in_shape, self.axes, self.keepdims)
+        return g * self.centered * (2 / self.denominator)

@@ -1,0 +1,61 @@
+"""softmax and log_softmax along one axis, stable for any finite logits and for -inf.
+
+Both subtract the maximum first (Goodfellow et al., *Deep Learning*, §4.1), so
+logits of ±1e8 give exact results, and a -inf logit gets probability 0 (and a
+finite gradient) as long as its row has a finite entry.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function
+from ..backend import get_array_module
+
+
+def _shifted(a, axis):
+    xp = get_array_module(a)
+    m = a.max(axis=axis, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, 0)     # a row of -inf stays -inf, not nan
+    return a - m
+
+
+def log_softmax_array(a, axis=-1):
+    """log_softmax on a raw array: (a - max) - log(sum(exp(a - max)))."""
+    xp = get_array_module(a)
+    z = _shifted(a, axis)
+    with np.errstate(divide="ignore"):
+        return z - xp.log(xp.exp(z).sum(axis=axis, keepdims=True))
+
+
+class Softmax(Function):
+    """softmax(a)_i = exp(a_i) / Σ_j exp(a_j) along ``axis``.
+    Backward: dA = s ⊙ (g - Σ g ⊙ s)."""
+
+    def __init__(self, axis=-1):
+        self.axis = axis
+
+    def forward(self, a):
+        xp = get_array_module(a)
+        e = xp.exp(_shifted(a, self.axis))
+        self.out = e / e.sum(axis=self.axis, keepdims=True)
+        return self.out
+
+    def backward(self, g):
+        s = self.out
+        return s * (g - (g * s).sum(axis=self.axis, keepdims=True))
+
+
+class LogSoftmax(Function):
+    """log_softmax(a) = a - logsumexp(a) along ``axis``.
+    Backward: dA = g - softmax(a) · Σ g."""
+
+    def __init__(self, axis=-1):
+        self.axis = axis
+
+    def forward(self, a):
+        self.out = log_softmax_array(a, self.axis)
+        return self.out
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        return g - xp.exp(self.out) * g.sum(axis=self.axis, keepdims=True)

@@ -1,0 +1,479 @@
+"""Tensor: an array, its gradient, and the Function that created it.
+
+A Tensor wraps a NumPy (CPU) or CuPy (GPU) array in ``.data``.  Operators and
+methods call :mod:`minigrad.functions`, which record the graph that
+:meth:`Tensor.backward` walks.  ``.grad`` is a Tensor without a graph (or None),
+of the same shape and dtype as ``.data``.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import autograd, backend
+from .functions import elementwise as E
+from .functions import linalg as L
+from .functions import reduction as R
+from .functions import shape as S
+from .functions import softmax as SM
+
+float16, float32, float64 = np.float16, np.float32, np.float64
+int32, int64, bool_ = np.int32, np.int64, np.bool_
+
+_default_dtype = np.dtype(np.float32)
+
+
+def set_default_dtype(dtype) -> None:
+    """Set the floating dtype of tensors made from Python floats and of new
+    parameters (float32 by default, as in PyTorch).  Raises TypeError for a
+    non-floating dtype."""
+    global _default_dtype
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"set_default_dtype: expected a floating dtype (float32 or "
+                        f"float64), got {dtype}")
+    _default_dtype = dtype
+
+
+def get_default_dtype() -> np.dtype:
+    """The current default floating dtype."""
+    return _default_dtype
+
+
+def _is_floating(dtype) -> bool:
+    return np.dtype(dtype).kind in "fc"
+
+
+def _to_array(data, dtype=None, device="cpu"):
+    """Convert data (array, Tensor, number, nested list) to an array on ``device``."""
+    if isinstance(data, Tensor):
+        data = data.data
+    xp = backend.array_module(device)
+    if isinstance(data, np.ndarray) or backend.is_cupy_array(data):
+        arr = data
+        if dtype is not None:
+            arr = arr.astype(dtype, copy=False)
+        return backend.to_device(arr, device)
+    arr = np.asarray(data)
+    if dtype is None and arr.dtype.kind == "f":
+        arr = arr.astype(_default_dtype)     # Python floats take the default dtype
+    elif dtype is not None:
+        arr = arr.astype(dtype)
+    if arr.dtype.kind in "OUS":
+        raise TypeError(f"tensor: cannot make a tensor from data of type "
+                        f"{type(data).__name__} (dtype {arr.dtype})")
+    return arr if xp is np else xp.asarray(arr)
+
+
+def as_tensor_like(x, reference=None) -> "Tensor":
+    """A constant Tensor for ``x`` (a number or array) combined with ``reference``.
+
+    A Python number takes the reference's floating dtype, so float32 stays
+    float32 in ``x * 2``; an integer tensor with a float number gives the
+    default floating dtype.
+    """
+    if isinstance(x, numbers.Number) and not isinstance(x, np.generic):
+        if reference is not None:
+            dtype = reference.dtype
+            if not _is_floating(dtype) and isinstance(x, float):
+                dtype = _default_dtype
+            return Tensor(reference._xp.asarray(x, dtype=dtype))
+        return Tensor(np.asarray(x, dtype=_default_dtype if isinstance(x, float) else None))
+    if isinstance(x, np.generic):
+        x = np.asarray(x)
+    if isinstance(x, (list, tuple)):
+        x = np.asarray(x)
+        if x.dtype.kind == "f" and reference is not None and _is_floating(reference.dtype):
+            x = x.astype(reference.dtype)
+    if isinstance(x, np.ndarray) or backend.is_cupy_array(x):
+        return Tensor(x)
+    raise TypeError(f"expected a Tensor, an array or a number, got {type(x).__name__}")
+
+
+class Tensor:
+    """A multi-dimensional array that records operations for automatic differentiation.
+
+    Make one with :func:`minigrad.tensor`; ``Tensor(array)`` wraps an array
+    without copying.
+
+    Attributes:
+        data: the NumPy or CuPy array (assignable, as in PyTorch).
+        grad: a Tensor of the same shape and dtype holding the accumulated
+            gradient, or None before the first backward.
+        requires_grad: whether operations on this tensor are recorded.
+    """
+
+    __slots__ = ("_data", "grad", "_requires_grad", "_creator", "_output_index",
+                 "_generation", "name", "__weakref__")
+    __array_priority__ = 100   # numpy_array * tensor calls Tensor.__rmul__
+
+    def __init__(self, data, requires_grad: bool = False, name: str | None = None):
+        if not (isinstance(data, np.ndarray) or backend.is_cupy_array(data)):
+            data = _to_array(data)
+        self._data = data
+        self.grad = None
+        self._creator = None
+        self._output_index = 0
+        self._generation = 0
+        self.name = name
+        self._requires_grad = False
+        if requires_grad:
+            self.requires_grad = True
+
+    # ------------------------------------------------------------------ state
+    @property
+    def data(self):
+        return self._data
+
+    @data.setter
+    def data(self, value):
+        if isinstance(value, Tensor):
+            value = value.data
+        if not (isinstance(value, np.ndarray) or backend.is_cupy_array(value)):
+            raise TypeError(f"Tensor.data must be a NumPy or CuPy array, got "
+                            f"{type(value).__name__}")
+        self._data = value
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool):
+        if value and not _is_floating(self._data.dtype):
+            raise TypeError(f"only floating-point tensors can require gradients; this "
+                            f"tensor has dtype {self._data.dtype}")
+        if not value and self._creator is not None:
+            raise RuntimeError("requires_grad can only be switched off on a leaf tensor; "
+                               "use .detach()")
+        self._requires_grad = bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set ``requires_grad`` in place and return self."""
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def creator(self):
+        """The Function that produced this tensor (None for a leaf)."""
+        return self._creator
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._creator is None
+
+    @property
+    def _xp(self):
+        return backend.get_array_module(self._data)
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self._data.shape)
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def size(self) -> int:
+        return int(self._data.size)
+
+    @property
+    def dtype(self):
+        return self._data.dtype
+
+    @property
+    def device(self) -> str:
+        return backend.device_of(self._data)
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def numel(self) -> int:
+        return self.size
+
+    # ---------------------------------------------------------------- autograd
+    def backward(self, grad=None, retain_graph: bool = False) -> None:
+        """Add the gradient of this tensor w.r.t. every leaf into ``leaf.grad``.
+
+        See :func:`minigrad.autograd.backward` for ``grad``, ``retain_graph``
+        and the errors raised.
+        """
+        autograd.backward(self, grad, retain_graph=retain_graph)
+
+    def detach(self) -> "Tensor":
+        """A new leaf sharing this tensor's data, with no graph and no grad."""
+        return Tensor(self._data)
+
+    def zero_grad(self) -> None:
+        self.grad = None
+
+    # ------------------------------------------------------------- conversion
+    def numpy(self) -> np.ndarray:
+        """The data as a NumPy array (copied from the GPU when needed).
+
+        On the CPU this shares memory with ``.data``, like ``torch.Tensor.numpy``.
+        """
+        return backend.asnumpy(self._data)
+
+    def item(self):
+        """The single value as a Python number; ValueError if size != 1."""
+        if self._data.size != 1:
+            raise ValueError(f"item: only a tensor with one element can be converted to "
+                             f"a Python number, got shape {self.shape}")
+        return self._data.item()
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def to(self, device=None, dtype=None) -> "Tensor":
+        """This tensor on ``device`` and/or with ``dtype`` (self when nothing changes).
+
+        Differentiable: gradients flow back to the original tensor.
+        """
+        if device is not None and not isinstance(device, str) and dtype is None:
+            dtype, device = device, None   # t.to(float64)
+        out = self
+        if device is not None and backend.normalize_device(device) != self.device:
+            out = ToDevice(backend.normalize_device(device))(out)
+        if dtype is not None and np.dtype(dtype) != out.dtype:
+            out = AsType(np.dtype(dtype))(out)
+        return out
+
+    def cpu(self) -> "Tensor":
+        return self.to("cpu")
+
+    def cuda(self) -> "Tensor":
+        return self.to("cuda")
+
+    def astype(self, dtype) -> "Tensor":
+        return self.to(dtype=dtype)
+
+    def float(self) -> "Tensor":
+        return self.to(dtype=np.float32)
+
+    def double(self) -> "Tensor":
+        return self.to(dtype=np.float64)
+
+    def __repr__(self):
+        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+        extra = ""
+        if self.dtype != _default_dtype and _is_floating(self.dtype) or \
+                not _is_floating(self.dtype):
+            extra += f", dtype={self.dtype}"
+        if self.device != "cpu":
+            extra += f", device='{self.device}'"
+        if self._creator is not None:
+            extra += f", grad_fn=<{type(self._creator).__name__}>"
+        elif self.requires_grad:
+            extra += ", requires_grad=True"
+        return f"tensor({body}{extra})"
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise ValueError(f"the truth value of a tensor with {self._data.size} "
+                             "elements is ambiguous")
+        return bool(self._data)
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __hash__(self):
+        return id(self)
+
+    # -------------------------------------------------------------- operators
+    def __add__(self, other):
+        return E.Add()(self, other)
+
+    def __radd__(self, other):
+        return E.Add()(other, self)
+
+    def __sub__(self, other):
+        return E.Sub()(self, other)
+
+    def __rsub__(self, other):
+        return E.Sub()(other, self)
+
+    def __mul__(self, other):
+        return E.Mul()(self, other)
+
+    def __rmul__(self, other):
+        return E.Mul()(other, self)
+
+    def __truediv__(self, other):
+        return E.Div()(self, other)
+
+    def __rtruediv__(self, other):
+        return E.Div()(other, self)
+
+    def __pow__(self, other):
+        if isinstance(other, numbers.Number) and not isinstance(other, bool):
+            return E.PowScalar(other)(self)
+        return E.Pow()(self, other)
+
+    def __rpow__(self, other):
+        return E.Pow()(other, self)
+
+    def __matmul__(self, other):
+        return L.MatMul()(self, other)
+
+    def __rmatmul__(self, other):
+        return L.MatMul()(other, self)
+
+    def __neg__(self):
+        return E.Neg()(self)
+
+    def __pos__(self):
+        return self
+
+    def __getitem__(self, index):
+        return S.GetItem(_index_arrays(index))(self)
+
+    # comparisons give boolean tensors without a graph
+    def _compare(self, other, op):
+        other = other.data if isinstance(other, Tensor) else other
+        return Tensor(op(self._data, other))
+
+    def __eq__(self, other):
+        return self._compare(other, lambda a, b: a == b)
+
+    def __ne__(self, other):
+        return self._compare(other, lambda a, b: a != b)
+
+    def __lt__(self, other):
+        return self._compare(other, lambda a, b: a < b)
+
+    def __le__(self, other):
+        return self._compare(other, lambda a, b: a <= b)
+
+    def __gt__(self, other):
+        return self._compare(other, lambda a, b: a > b)
+
+    def __ge__(self, other):
+        return self._compare(other, lambda a, b: a >= b)
+
+    # ---------------------------------------------------------------- methods
+    def sum(self, axis=None, keepdims=False):
+        return R.Sum(axis, keepdims)(self)
+
+    def mean(self, axis=None, keepdims=False):
+        return R.Mean(axis, keepdims)(self)
+
+    def max(self, axis=None, keepdims=False):
+        return R.Max(axis, keepdims)(self)
+
+    def min(self, axis=None, keepdims=False):
+        return R.Min(axis, keepdims)(self)
+
+    def var(self, axis=None, keepdims=False, ddof=0):
+        """Variance; ``ddof=0`` (biased, NumPy's default) or 1 (unbiased)."""
+        return R.Var(axis, keepdims, ddof)(self)
+
+    def argmax(self, axis=None):
+        return Tensor(self._data.argmax(axis=axis))
+
+    def reshape(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        return S.Reshape(shape)(self)
+
+    def view(self, *shape):
+        return self.reshape(*shape)
+
+    def flatten(self, start_axis=0):
+        return self.reshape(*self.shape[:start_axis], -1)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = axes[0]
+        return S.Transpose(axes or None)(self)
+
+    @property
+    def T(self):
+        return S.Transpose(None)(self)
+
+    def broadcast_to(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        return S.BroadcastTo(shape)(self)
+
+    def squeeze(self, axis=None):
+        return S.Squeeze(axis)(self)
+
+    def unsqueeze(self, axis):
+        return S.Unsqueeze(axis)(self)
+
+    def exp(self):
+        return E.Exp()(self)
+
+    def log(self):
+        return E.Log()(self)
+
+    def sqrt(self):
+        return E.Sqrt()(self)
+
+    def abs(self):
+        return E.Abs()(self)
+
+    def tanh(self):
+        return E.Tanh()(self)
+
+    def sigmoid(self):
+        return E.Sigmoid()(self)
+
+    def relu(self):
+        return E.ReLU()(self)
+
+    def clip(self, min=None, max=None):  # noqa: A002 (NumPy's names)
+        return E.Clip(min, max)(self)
+
+    clamp = clip
+
+    def softmax(self, axis=-1):
+        return SM.Softmax(axis)(self)
+
+    def log_softmax(self, axis=-1):
+        return SM.LogSoftmax(axis)(self)
+
+
+def _index_arrays(index):
+    """Replace Tensors inside an index by their arrays."""
+    if isinstance(index, Tensor):
+        return index.data
+    if isinstance(index, tuple):
+        return tuple(i.data if isinstance(i, Tensor) else i for i in index)
+    return index
+
+
+class ToDevice(autograd.Function):
+    """Copy to another device; the gradient is copied back."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def forward(self, a):
+        self.source = backend.device_of(a)
+        return backend.to_device(a, self.device)
+
+    def backward(self, g):
+        return backend.to_device(g, self.source)
+
+
+class AsType(autograd.Function):
+    """Cast to another dtype; the gradient is cast back."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+    def forward(self, a):
+        self.source = a.dtype
+        return a.astype(self.dtype)
+
+    def backward(self, g):
+        return g.astype(self.source)
