@@ -86,6 +86,26 @@ def no_grad():
     return _GradMode(False)
 
 
+def is_recomputing() -> bool:
+    """True while :func:`minigrad.checkpoint` re-runs a forward pass during backward.
+
+    Layers with side effects read it: BatchNorm does not update its running
+    statistics a second time, and so on.
+    """
+    return getattr(_state, "recomputing", False)
+
+
+@contextlib.contextmanager
+def recomputing():
+    """Mark the enclosed forward pass as a recomputation (see :func:`is_recomputing`)."""
+    previous = is_recomputing()
+    _state.recomputing = True
+    try:
+        yield
+    finally:
+        _state.recomputing = previous
+
+
 def enable_grad():
     """Enable graph recording inside a block (the inverse of :func:`no_grad`)."""
     return _GradMode(True)

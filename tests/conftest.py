@@ -1,0 +1,53 @@
+"""Shared fixtures: devices, dtypes, and the optional reference framework.
+
+Tests that take the ``device`` fixture run once per device.  The ``cuda`` case
+skips, with its reason, when no GPU is usable.  ``MINIGRAD_TEST_DEVICE=cuda``
+(set by ``make test-gpu``) runs only the GPU case and fails, rather than skips,
+when the GPU is missing.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import minigrad
+
+_ONLY = os.environ.get("MINIGRAD_TEST_DEVICE")
+DEVICES = [_ONLY] if _ONLY else ["cpu", "cuda"]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    """A device name; the cuda case skips without a usable GPU."""
+    name = request.param
+    if name == "cuda" and not minigrad.cuda.is_available():
+        if _ONLY == "cuda":
+            pytest.fail("MINIGRAD_TEST_DEVICE=cuda but no usable GPU was found")
+        pytest.skip("no usable GPU: CuPy is not installed or no GPU/driver is present")
+    return name
+
+
+@pytest.fixture
+def float64():
+    """Run the test with float64 as the default dtype, restoring it afterwards."""
+    previous = minigrad.get_default_dtype()
+    minigrad.set_default_dtype(np.float64)
+    yield np.float64
+    minigrad.set_default_dtype(previous)
+
+
+@pytest.fixture(autouse=True)
+def _seed_and_dtype():
+    """Every test starts from seed 0 and restores the default dtype it found."""
+    previous = minigrad.get_default_dtype()
+    minigrad.manual_seed(0)
+    yield
+    minigrad.set_default_dtype(previous)
+
+
+@pytest.fixture
+def torch():
+    """The PyTorch module, or skip when it is not installed (parity tests)."""
+    return pytest.importorskip("torch", reason="PyTorch is not installed; parity tests skip")
