@@ -1,0 +1,16 @@
+"""minigrad.optim: optimizers, learning-rate schedulers, clipping, and gradient accumulation.
+
+- ``SGD``, ``Adam``, ``AdamW``: PyTorch's update rules, on ``param.data`` in place.
+- ``lr_scheduler``: ``LambdaLR``, ``StepLR``, ``CosineAnnealingLR``, ``LinearLR`` (warm-up).
+- ``clip_grad_norm_``: clip all gradients together by their global norm.
+- ``GradientAccumulator``: k micro-batches, one update, equal to the full-batch update.
+"""
+from . import lr_scheduler
+from .accumulation import GradientAccumulator
+from .adam import Adam, AdamW
+from .clip import clip_grad_norm_
+from .optimizer import Optimizer
+from .sgd import SGD
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler", "clip_grad_norm_",
+           "GradientAccumulator"]

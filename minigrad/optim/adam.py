@@ -1,0 +1,106 @@
+"""Adam (Kingma & Ba, 2015) and AdamW (Loshchilov & Hutter, 2019)."""
+from __future__ import annotations
+
+import math
+
+from .. import backend
+from .optimizer import Optimizer, check_number
+
+
+class Adam(Optimizer):
+    """Adam, PyTorch's ``torch.optim.Adam`` update rule.
+
+    For each parameter p with gradient g, at step t (t = 1, 2, ...; the step
+    count is kept per parameter in ``state[p]["step"]``)::
+
+        g   <- g + weight_decay * p              (L2 penalty added to the gradient)
+        m_t  = beta1 * m_{t-1} + (1 - beta1) * g          (first moment, m_0 = 0)
+        v_t  = beta2 * v_{t-1} + (1 - beta2) * g * g      (second moment, v_0 = 0)
+        p   <- p - lr / (1 - beta1**t) * m_t / (sqrt(v_t) / sqrt(1 - beta2**t) + eps)
+
+    Source: Kingma & Ba, "Adam: A Method for Stochastic Optimization", ICLR
+    2015, Algorithm 1, with eps added outside the square root after bias
+    correction, as PyTorch does.  At t = 1 the bias-corrected moments are g and
+    g*g, so the first step moves each weight by lr * g / (|g| + eps), that is
+    lr * sign(g) when |g| >> eps.  Parameters whose ``.grad`` is None are skipped.
+
+    Args:
+        params: Tensors or parameter groups (see :class:`Optimizer`).
+        lr: learning rate, >= 0 (default 1e-3).
+        betas: (beta1, beta2), each in [0, 1) (default (0.9, 0.999)).
+        eps: added to the denominator, >= 0 (default 1e-8).
+        weight_decay: L2 coefficient, >= 0 (default 0).
+
+    Raises:
+        TypeError / ValueError: a hyperparameter is not a number or out of range.
+    """
+
+    decoupled_weight_decay = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+        super().__init__(params, defaults)
+
+    def _check_group(self, group):
+        name = type(self).__name__
+        group["lr"] = check_number(name, "lr", group["lr"])
+        group["eps"] = check_number(name, "eps", group["eps"])
+        group["weight_decay"] = check_number(name, "weight_decay", group["weight_decay"])
+        betas = group["betas"]
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise TypeError(f"{name}: betas must be a pair (beta1, beta2), got {betas!r}")
+        group["betas"] = (check_number(name, "betas[0]", betas[0], high=1.0),
+                          check_number(name, "betas[1]", betas[1], high=1.0))
+
+    def step(self) -> None:
+        """Update every parameter that has a gradient, in place (one step)."""
+        for group in self.param_groups:
+            lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                xp = backend.get_array_module(p.data)
+                g = p.grad.data
+                state = self.state.setdefault(p, {})
+                if not state:
+                    state["step"] = 0
+                    state["exp_avg"] = xp.zeros_like(p.data)
+                    state["exp_avg_sq"] = xp.zeros_like(p.data)
+                state["step"] += 1
+                t = state["step"]
+                if weight_decay != 0:
+                    if self.decoupled_weight_decay:
+                        p.data *= 1 - lr * weight_decay     # AdamW: shrink the weights
+                    else:
+                        g = g + weight_decay * p.data       # Adam: L2 in the gradient
+                m, v = state["exp_avg"], state["exp_avg_sq"]
+                m += (1 - beta1) * (g - m)                  # = beta1*m + (1-beta1)*g
+                v *= beta2
+                v += (1 - beta2) * (g * g)
+                bias_correction1 = 1 - beta1 ** t
+                bias_correction2_sqrt = math.sqrt(1 - beta2 ** t)
+                denom = xp.sqrt(v) / bias_correction2_sqrt + eps
+                step_size = lr / bias_correction1
+                p.data -= step_size * m / denom
+
+
+class AdamW(Adam):
+    """AdamW: Adam with *decoupled* weight decay, PyTorch's ``torch.optim.AdamW``.
+
+    Instead of adding ``weight_decay * p`` to the gradient (where Adam's
+    normalization would rescale it), each step first shrinks the weights::
+
+        p <- p * (1 - lr * weight_decay)
+
+    and then takes the Adam step above with the raw gradient.  Source:
+    Loshchilov & Hutter, "Decoupled Weight Decay Regularization", ICLR 2019,
+    Algorithm 2 (with the schedule multiplier folded into lr, as PyTorch does).
+
+    Args: as :class:`Adam`, but ``weight_decay`` defaults to 0.01.
+    """
+
+    decoupled_weight_decay = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)

@@ -1,0 +1,75 @@
+"""Gradient clipping by the global norm of all gradients."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import backend
+from ..tensor import Tensor
+from .optimizer import check_number
+
+
+def _global_norm(grads, norm_type: float) -> float:
+    """The ``norm_type``-norm of all entries of all gradient arrays, as a float."""
+    if math.isinf(norm_type):
+        maxima = [float(backend.get_array_module(g).abs(g).max()) for g in grads if g.size]
+        if any(math.isnan(m) for m in maxima):
+            return math.nan
+        return max(maxima, default=0.0)
+    power_sum = sum(float((backend.get_array_module(g).abs(g) ** norm_type).sum())
+                    for g in grads)
+    return power_sum ** (1.0 / norm_type)
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False) -> float:
+    """Scale all gradients together so that their global norm is at most ``max_norm``.
+
+    The global norm is the norm of the vector of every gradient entry of
+    every parameter::
+
+        total = (sum_p ||g_p||^q) ^ (1/q)          (q = norm_type; max |g| for inf)
+        g_p  <- g_p * min(1, max_norm / (total + 1e-6))
+
+    in place, exactly PyTorch's ``torch.nn.utils.clip_grad_norm_`` (the 1e-6
+    keeps the division finite; the factor is clamped to 1 so small gradients
+    are left alone).  Clipping rescales the whole gradient, so its direction
+    is kept.  Parameters whose ``.grad`` is None are skipped.
+
+    Args:
+        parameters: a Tensor or an iterable of Tensors.
+        max_norm: the largest allowed norm, >= 0.
+        norm_type: q, a positive number or ``float("inf")`` (default 2).
+        error_if_nonfinite: raise when the total norm is nan or inf (otherwise
+            the gradients are multiplied by a nan/zero factor, as in PyTorch).
+
+    Returns:
+        The total norm *before* clipping, as a Python float (0.0 when no
+        parameter has a gradient).
+
+    Raises:
+        TypeError / ValueError: ``max_norm`` or ``norm_type`` is not a valid
+            number.  RuntimeError: non-finite total norm with
+            ``error_if_nonfinite=True``.
+    """
+    max_norm = check_number("clip_grad_norm_", "max_norm", max_norm)
+    if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)) or \
+            not norm_type > 0:
+        raise ValueError(f"clip_grad_norm_: norm_type must be a positive number or "
+                         f"inf, got {norm_type!r}")
+    norm_type = float(norm_type)
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    grads = [p.grad.data for p in parameters if p.grad is not None]
+    if not grads:
+        return 0.0
+    total = _global_norm(grads, norm_type)
+    if error_if_nonfinite and not math.isfinite(total):
+        raise RuntimeError(f"clip_grad_norm_: the total norm of order {norm_type} of the "
+                           f"gradients is {total}; pass error_if_nonfinite=False to clip "
+                           "anyway")
+    clip_coef = min(max_norm / (total + 1e-6), 1.0)
+    with np.errstate(invalid="ignore"):     # inf * 0 = nan is the documented outcome
+        for g in grads:
+            g *= clip_coef
+    return total
