@@ -1,0 +1,182 @@
+"""Normalization layers as fused Functions: batch, layer and group normalization.
+
+All three compute, over some set of axes A holding m values each,
+
+    μ = mean_A(x),  σ² = mean_A((x - μ)²)  (biased),  x̂ = (x - μ) / sqrt(σ² + eps),
+    y = γ · x̂ + β
+
+and differ only in A (Ioffe & Szegedy 2015, batch: the batch and spatial axes;
+Ba et al. 2016, layer: the trailing ``normalized_shape`` axes; Wu & He 2018,
+group: each group of channels with the spatial axes).  Because μ and σ depend
+on every x in A, the backward has two correction terms.  With dx̂ = γ · dy,
+
+    dx = (1/σ) · (dx̂ - mean_A(dx̂) - x̂ · mean_A(dx̂ · x̂))
+
+which is the simplified form of Ioffe & Szegedy's chain of partial
+derivatives, dx = (1/m)·γ/σ·(m·dy - Σdy - x̂·Σ(dy·x̂)) when γ is constant over
+A (:func:`normalized_grad`).  The affine part has dγ = Σ dy·x̂ and dβ = Σ dy
+over every axis that γ is broadcast along.
+
+Inputs are ``(x,)`` (no affine parameters) or ``(x, weight, bias)``.
+"""
+from __future__ import annotations
+
+from ..autograd import Function
+from ..backend import get_array_module
+
+
+def normalized_grad(dxhat, xhat, inv_std, axes):
+    """Gradient of x̂ = (x - μ)/σ through μ and σ: (1/σ)(dx̂ - mean(dx̂) - x̂·mean(dx̂·x̂)).
+
+    ``axes`` are the axes that μ and σ reduce over; ``inv_std`` = 1/σ is
+    broadcastable against ``xhat`` (keepdims shape).
+    """
+    mean_d = dxhat.mean(axis=axes, keepdims=True)
+    mean_dx = (dxhat * xhat).mean(axis=axes, keepdims=True)
+    return inv_std * (dxhat - mean_d - xhat * mean_dx)
+
+
+def moments(x, axes):
+    """Mean and biased variance over ``axes`` (keepdims), by two passes."""
+    mean = x.mean(axis=axes, keepdims=True)
+    centered = x - mean
+    return mean, (centered * centered).mean(axis=axes, keepdims=True)
+
+
+def _affine_grads(g, xhat, param_axes, param_shape, needs):
+    """dγ = Σ g·x̂ and dβ = Σ g over ``param_axes``, reshaped to the parameter's shape."""
+    dweight = (g * xhat).sum(axis=param_axes).reshape(param_shape) if needs[1] else None
+    dbias = g.sum(axis=param_axes).reshape(param_shape) if needs[2] else None
+    return dweight, dbias
+
+
+def channel_shape(x):
+    """(1, C, 1, ..., 1): a per-channel vector broadcast against x (N, C, *)."""
+    return (1, x.shape[1]) + (1,) * (x.ndim - 2)
+
+
+class BatchNormTrain(Function):
+    """Batch normalization with the batch's own statistics, x of shape (N, C, *).
+
+    μ and the *biased* σ² per channel over the axes (0, 2, 3, ...).  After
+    forward, ``self.batch_mean`` and ``self.batch_var`` (biased, shape (C,))
+    hold the statistics, for the caller's running-average update.
+    """
+
+    def __init__(self, eps=1e-5):
+        self.eps = eps
+
+    def forward(self, x, weight=None, bias=None):
+        xp = get_array_module(x)
+        self.axes = (0,) + tuple(range(2, x.ndim))
+        mean, var = moments(x, self.axes)
+        self.inv_std = 1.0 / xp.sqrt(var + self.eps)
+        self.xhat = (x - mean) * self.inv_std
+        self.batch_mean, self.batch_var = mean.reshape(-1), var.reshape(-1)
+        if weight is None:
+            return self.xhat
+        self.weight = weight.reshape(channel_shape(x))
+        return self.xhat * self.weight + bias.reshape(channel_shape(x))
+
+    def backward(self, g):
+        needs = self.needs_input_grad
+        dxhat = g if len(needs) == 1 else g * self.weight
+        dx = normalized_grad(dxhat, self.xhat, self.inv_std, self.axes) if needs[0] else None
+        if len(needs) == 1:
+            return dx
+        return (dx,) + _affine_grads(g, self.xhat, self.axes, (-1,), needs)
+
+
+class BatchNormEval(Function):
+    """Batch normalization with fixed statistics: y = γ·(x - mean)/sqrt(var + eps) + β.
+
+    An affine map of x, so dx = γ·g/sqrt(var + eps).  ``mean`` and ``var`` are
+    arrays of shape (C,) (the running statistics); they get no gradient.
+    """
+
+    def __init__(self, mean, var, eps=1e-5):
+        self.mean, self.var, self.eps = mean, var, eps
+
+    def forward(self, x, weight=None, bias=None):
+        xp = get_array_module(x)
+        shape = channel_shape(x)
+        self.axes = (0,) + tuple(range(2, x.ndim))
+        self.inv_std = (1.0 / xp.sqrt(self.var + self.eps)).reshape(shape).astype(x.dtype)
+        self.xhat = (x - self.mean.reshape(shape).astype(x.dtype)) * self.inv_std
+        if weight is None:
+            return self.xhat
+        self.weight = weight.reshape(shape)
+        return self.xhat * self.weight + bias.reshape(shape)
+
+    def backward(self, g):
+        needs = self.needs_input_grad
+        if len(needs) == 1:
+            return g * self.inv_std
+        dx = g * self.weight * self.inv_std if needs[0] else None
+        return (dx,) + _affine_grads(g, self.xhat, self.axes, (-1,), needs)
+
+
+class LayerNorm(Function):
+    """Layer normalization over the last ``normalized_ndim`` axes of x.
+
+    weight and bias (if given) have the shape of those trailing axes.
+    """
+
+    def __init__(self, normalized_ndim, eps=1e-5):
+        self.normalized_ndim, self.eps = normalized_ndim, eps
+
+    def forward(self, x, weight=None, bias=None):
+        xp = get_array_module(x)
+        self.axes = tuple(range(x.ndim - self.normalized_ndim, x.ndim))
+        mean, var = moments(x, self.axes)
+        self.inv_std = 1.0 / xp.sqrt(var + self.eps)
+        self.xhat = (x - mean) * self.inv_std
+        if weight is None:
+            return self.xhat
+        self.weight = weight
+        return self.xhat * weight + bias
+
+    def backward(self, g):
+        needs = self.needs_input_grad
+        dxhat = g if len(needs) == 1 else g * self.weight
+        dx = normalized_grad(dxhat, self.xhat, self.inv_std, self.axes) if needs[0] else None
+        if len(needs) == 1:
+            return dx
+        leading = tuple(range(g.ndim - self.normalized_ndim))
+        return (dx,) + _affine_grads(g, self.xhat, leading, self.weight.shape, needs)
+
+
+class GroupNorm(Function):
+    """Group normalization of x (N, C, *): channels split into ``num_groups``
+    groups of C/G; each (example, group) is normalized over its channels and
+    spatial positions.  weight and bias (if given) are per channel, shape (C,).
+    """
+
+    def __init__(self, num_groups, eps=1e-5):
+        self.num_groups, self.eps = num_groups, eps
+
+    def forward(self, x, weight=None, bias=None):
+        xp = get_array_module(x)
+        n = x.shape[0]
+        grouped = x.reshape(n, self.num_groups, -1)           # (N, G, C/G · spatial)
+        mean, var = moments(grouped, (2,))
+        self.inv_std = 1.0 / xp.sqrt(var + self.eps)            # (N, G, 1)
+        self.xhat = ((grouped - mean) * self.inv_std).reshape(x.shape)
+        if weight is None:
+            return self.xhat
+        self.weight = weight.reshape(channel_shape(x))
+        return self.xhat * self.weight + bias.reshape(channel_shape(x))
+
+    def backward(self, g):
+        needs = self.needs_input_grad
+        n = g.shape[0]
+        dxhat = g if len(needs) == 1 else g * self.weight
+        dx = None
+        if needs[0]:
+            dx = normalized_grad(dxhat.reshape(n, self.num_groups, -1),
+                                 self.xhat.reshape(n, self.num_groups, -1),
+                                 self.inv_std, (2,)).reshape(g.shape)
+        if len(needs) == 1:
+            return dx
+        param_axes = (0,) + tuple(range(2, g.ndim))
+        return (dx,) + _affine_grads(g, self.xhat, param_axes, (-1,), needs)

@@ -1,0 +1,99 @@
+"""2-D max and average pooling over (N, C, H, W) inputs.
+
+Both read the windows through the strided view of :mod:`.conv`
+(:func:`~minigrad.functions.conv.sliding_windows`) and send gradients back with
+col2im (:func:`~minigrad.functions.conv.fold_windows`), where overlapping
+windows (stride < kernel) add up.
+"""
+from __future__ import annotations
+
+from ..autograd import Function
+from ..backend import get_array_module
+from .conv import check_windows, crop2d, fold_windows, pad2d, sliding_windows
+
+_NO_DILATION = (1, 1)
+
+
+def _check_pool_padding(name, kernel, padding):
+    """PyTorch's rule: padding at most half the kernel, so no window is all padding."""
+    if padding[0] > kernel[0] // 2 or padding[1] > kernel[1] // 2:
+        raise ValueError(f"{name}: padding {padding} should be at most half of the "
+                         f"kernel size {kernel}")
+
+
+class MaxPool2d(Function):
+    """Maximum over each KH×KW window; padding counts as -inf (never the maximum).
+
+    Ties: the whole gradient goes to the *first* maximum of the window in
+    row-major order (``argmax``), which is what PyTorch's CPU kernel does.
+    """
+
+    def __init__(self, kernel, stride, padding):
+        self.kernel, self.stride, self.padding = kernel, stride, padding
+
+    def forward(self, x):
+        xp = get_array_module(x)
+        n, c, h, w = x.shape
+        _check_pool_padding("max_pool2d", self.kernel, self.padding)
+        oh, ow = check_windows("max_pool2d", (h, w), self.kernel, self.stride,
+                               self.padding, _NO_DILATION)
+        xpad = pad2d(x, self.padding, value=-xp.inf)
+        kh, kw = self.kernel
+        win = sliding_windows(xpad, self.kernel, self.stride, _NO_DILATION, (oh, ow))
+        flat = win.reshape(n, c, kh * kw, oh, ow)                 # a copy
+        self.argmax = flat.argmax(axis=2)[:, :, None]             # (N, C, 1, OH, OW)
+        self.padded_shape = xpad.shape
+        return xp.take_along_axis(flat, self.argmax, axis=2)[:, :, 0]
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        n, c, oh, ow = g.shape
+        kh, kw = self.kernel
+        # one-hot over the window positions: 1 where the window's argmax is
+        offsets = xp.arange(kh * kw).reshape(1, 1, kh * kw, 1, 1)
+        dwin = (offsets == self.argmax) * g[:, :, None]          # (N, C, KH·KW, OH, OW)
+        dwin = dwin.reshape(n, c, kh, kw, oh, ow)
+        dxpad = fold_windows(dwin, self.padded_shape, self.stride, _NO_DILATION)
+        return crop2d(dxpad, self.padding)
+
+
+class AvgPool2d(Function):
+    """Mean over each KH×KW window.
+
+    ``count_include_pad=True`` (PyTorch's default) divides by KH·KW everywhere;
+    False divides by the number of real (unpadded) inputs in the window.
+    """
+
+    def __init__(self, kernel, stride, padding, count_include_pad=True):
+        self.kernel, self.stride, self.padding = kernel, stride, padding
+        self.count_include_pad = count_include_pad
+
+    def _divisor(self, xp, h, w, out_hw, dtype):
+        """The window sizes: KH·KW, or the count of real inputs per output position."""
+        kh, kw = self.kernel
+        if self.count_include_pad or self.padding == (0, 0):
+            return xp.asarray(kh * kw, dtype=dtype)
+        ones = pad2d(xp.ones((1, 1, h, w), dtype=dtype), self.padding)
+        win = sliding_windows(ones, self.kernel, self.stride, _NO_DILATION, out_hw)
+        return win.sum(axis=(2, 3))                                # (1, 1, OH, OW)
+
+    def forward(self, x):
+        xp = get_array_module(x)
+        n, c, h, w = x.shape
+        _check_pool_padding("avg_pool2d", self.kernel, self.padding)
+        out_hw = check_windows("avg_pool2d", (h, w), self.kernel, self.stride,
+                               self.padding, _NO_DILATION)
+        xpad = pad2d(x, self.padding)
+        win = sliding_windows(xpad, self.kernel, self.stride, _NO_DILATION, out_hw)
+        self.divisor = self._divisor(xp, h, w, out_hw, x.dtype)
+        self.padded_shape = xpad.shape
+        return win.sum(axis=(2, 3)) / self.divisor
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        n, c, oh, ow = g.shape
+        kh, kw = self.kernel
+        share = (g / self.divisor)[:, :, None, None]               # (N, C, 1, 1, OH, OW)
+        dwin = xp.broadcast_to(share, (n, c, kh, kw, oh, ow))
+        dxpad = fold_windows(dwin, self.padded_shape, self.stride, _NO_DILATION)
+        return crop2d(dxpad, self.padding)

@@ -1,0 +1,103 @@
+"""MaxPool2d and AvgPool2d over (N, C, H, W) inputs, and their functional forms.
+
+The window arithmetic is in :mod:`minigrad.functions.pool`.
+"""
+from __future__ import annotations
+
+from ..functions import pool as _pool
+from ..functions.conv import pair
+from ..tensor import Tensor
+from .module import Module
+
+
+def _pool_options(name, kernel_size, stride, padding):
+    """(kernel, stride, padding) as pairs; stride defaults to the kernel size."""
+    kernel = pair(kernel_size, f"{name}: kernel_size")
+    stride = kernel if stride is None else pair(stride, f"{name}: stride")
+    return kernel, stride, pair(padding, f"{name}: padding")
+
+
+def _check_input(name, x):
+    if x.ndim != 4:
+        raise ValueError(f"{name}: expected a 4-D input (N, C, H, W), got shape "
+                         f"{tuple(x.shape)}")
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0) -> Tensor:  # noqa: A002
+    """Maximum over KH×KW windows, as ``torch.nn.functional.max_pool2d``.
+
+    Args:
+        input: (N, C, H, W), floating point.
+        kernel_size, stride, padding: an int or a pair; ``stride=None`` means
+            ``stride = kernel_size``.  Padding counts as -inf and may be at most
+            half the kernel size.
+
+    Returns:
+        (N, C, OH, OW), OH = (H + 2·padding - KH) // stride + 1 (likewise OW).
+
+    Gradient: each output's gradient goes to the *first* maximum of its window
+    (row-major order) when several inputs tie, as in PyTorch; overlapping
+    windows add up.
+
+    Raises:
+        ValueError: input not 4-D, kernel or stride < 1, padding larger than
+            half the kernel, or a window larger than the padded input.
+    """
+    _check_input("max_pool2d", input)
+    kernel, stride, padding = _pool_options("max_pool2d", kernel_size, stride, padding)
+    return _pool.MaxPool2d(kernel, stride, padding)(input)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0,  # noqa: A002
+               count_include_pad=True) -> Tensor:
+    """Mean over KH×KW windows, as ``torch.nn.functional.avg_pool2d``.
+
+    Args:
+        input: (N, C, H, W), floating point.
+        kernel_size, stride, padding: as in :func:`max_pool2d` (padding is zeros).
+        count_include_pad: divide by KH·KW even where the window overlaps the
+            padding (True, PyTorch's default), or by the count of real inputs.
+
+    Returns:
+        (N, C, OH, OW).
+
+    Raises:
+        ValueError: as :func:`max_pool2d`.
+    """
+    _check_input("avg_pool2d", input)
+    kernel, stride, padding = _pool_options("avg_pool2d", kernel_size, stride, padding)
+    return _pool.AvgPool2d(kernel, stride, padding, count_include_pad)(input)
+
+
+class MaxPool2d(Module):
+    """Max pooling layer; see :func:`max_pool2d` for shapes, ties and errors."""
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = _pool_options(
+            "MaxPool2d", kernel_size, stride, padding)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return max_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"padding={self.padding}")
+
+
+class AvgPool2d(Module):
+    """Average pooling layer; see :func:`avg_pool2d` for shapes and errors."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, count_include_pad=True):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = _pool_options(
+            "AvgPool2d", kernel_size, stride, padding)
+        self.count_include_pad = count_include_pad
+
+    def forward(self, x: Tensor) -> Tensor:
+        return avg_pool2d(x, self.kernel_size, self.stride, self.padding,
+                          self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"padding={self.padding}")
