@@ -3,6 +3,12 @@
 minigrad owns one NumPy ``Generator`` (initialization, ``randn``, dropout's
 default masks) and, when a GPU is used, one CuPy generator.
 :func:`manual_seed` resets every stream, so a notebook can always start over.
+
+Dropout draws its masks from a third source: a *counter-based* hash
+(:func:`hash_uniform`).  A uniform number there is a pure function of integer
+keys (seed, counter, ...), computed with the same uint64 arithmetic by NumPy
+and CuPy, so a mask is identical on CPU and GPU, costs no stored state, and
+can be drawn again at will (:func:`get_rng_state` / :func:`set_rng_state`).
 Functions that draw random numbers also accept an explicit
 ``numpy.random.Generator`` through a ``generator=`` argument.
 """
@@ -15,6 +21,8 @@ from . import backend
 _seed = 0
 _cpu = np.random.default_rng(_seed)
 _gpu = None
+_offset = 0          # counter of the hash stream: values drawn since manual_seed
+_layer_ids = 0       # per-example dropout layers made since manual_seed
 
 
 def manual_seed(seed: int) -> None:
@@ -22,12 +30,14 @@ def manual_seed(seed: int) -> None:
 
     Raises TypeError unless ``seed`` is a non-negative int.
     """
-    global _seed, _cpu, _gpu
+    global _seed, _cpu, _gpu, _offset, _layer_ids
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
         raise TypeError(f"manual_seed: seed must be a non-negative int, got {seed!r}")
     _seed = int(seed)
     _cpu = np.random.default_rng(_seed)
     _gpu = None
+    _offset = 0
+    _layer_ids = 0
 
 
 def initial_seed() -> int:
@@ -54,3 +64,102 @@ def get_generator(device="cpu", generator=None):
     if generator is not None:
         return generator
     return _cpu if backend.normalize_device(device) == "cpu" else gpu_generator()
+
+
+# ----------------------------------------------------------------------------
+# Counter-based hash stream (dropout masks)
+# ----------------------------------------------------------------------------
+
+_GOLDEN = 0x9E3779B97F4A7C15     # 2**64 / golden ratio, splitmix64's increment
+_MIX1 = 0xBF58476D1CE4E5B9
+_MIX2 = 0x94D049BB133111EB
+_STREAM_DROPOUT = 0x5EED_D50      # key that separates the global dropout stream
+
+
+def splitmix64(x):
+    """The splitmix64 finalizer on a uint64 array (Steele, Lea & Flood, *Fast
+    splittable pseudorandom number generators*, OOPSLA 2014).
+
+    A bijection of 64-bit integers in which every input bit changes about half
+    the output bits.  Multiplication wraps modulo 2**64, identically in NumPy
+    and CuPy.  Returns a new uint64 array of the same shape and module.
+    """
+    xp = backend.get_array_module(x)
+    u = xp.uint64
+    with np.errstate(over="ignore"):     # wrapping modulo 2**64 is the point
+        z = x.astype(u) + u(_GOLDEN)
+        z = (z ^ (z >> u(30))) * u(_MIX1)
+        z = (z ^ (z >> u(27))) * u(_MIX2)
+        return xp.asarray(z ^ (z >> u(31)))
+
+
+def hash_keys(xp, *keys):
+    """Fold integer keys (numbers or integer arrays, broadcast together) into one
+    uint64 array: h = splitmix64(... splitmix64(splitmix64(k0) ^ k1) ... ^ kn)."""
+    h = None
+    for k in keys:
+        k = xp.asarray(k).astype(xp.uint64)
+        h = splitmix64(k if h is None else h ^ k)
+    return h
+
+
+def hash_uniform(xp, *keys, dtype=np.float64):
+    """Uniform numbers in [0, 1), a pure function of the integer ``keys``.
+
+    The top 53 bits of :func:`hash_keys` scaled by 2**-53 (every value is an
+    exact float64 multiple of 2**-53).  Same keys, same numbers, on any device.
+    """
+    h = hash_keys(xp, *keys)
+    return ((h >> xp.uint64(11)).astype(xp.float64) * (2.0 ** -53)).astype(dtype)
+
+
+def global_hash_uniform(shape, device="cpu"):
+    """Draw ``shape`` uniforms from the global hash stream and advance its counter.
+
+    Value i is ``hash_uniform(seed, stream, offset + i)``; the counter
+    ``offset`` advances by the number of values drawn and is reset by
+    :func:`manual_seed`.
+    """
+    global _offset
+    xp = backend.array_module(device)
+    n = 1
+    for s in shape:
+        n *= int(s)
+    counters = xp.arange(_offset, _offset + n, dtype=xp.uint64).reshape(shape)
+    _offset += n
+    return hash_uniform(xp, _seed, _STREAM_DROPOUT, counters)
+
+
+def next_layer_id() -> int:
+    """A fresh id for a layer that draws per-example masks: 0, 1, 2, ... in
+    construction order since the last :func:`manual_seed`."""
+    global _layer_ids
+    _layer_ids += 1
+    return _layer_ids - 1
+
+
+def get_rng_state() -> dict:
+    """Everything a later draw depends on: the seed, the NumPy generator's state
+    and the hash stream's counter (a dict; pass it to :func:`set_rng_state`).
+
+    Gradient checkpointing saves it before a forward pass and restores it before
+    the recomputation, so dropout draws the same masks twice.  The CuPy
+    generator (used only by ``randn``/``rand`` on the GPU) is not included.
+    """
+    return {"seed": _seed, "numpy": _cpu.bit_generator.state, "offset": _offset}
+
+
+def set_rng_state(state: dict) -> None:
+    """Restore a state returned by :func:`get_rng_state`.
+
+    Raises KeyError naming a missing entry.
+    """
+    global _seed, _cpu, _offset
+    for key in ("seed", "numpy", "offset"):
+        if key not in state:
+            raise KeyError(f"set_rng_state: the state has no {key!r} entry; expected a "
+                           f"dict from get_rng_state()")
+    _seed = int(state["seed"])
+    _cpu = np.random.default_rng()
+    _cpu.bit_generator.state = state["numpy"]
+    _offset = int(state["offset"])

@@ -1,0 +1,144 @@
+"""GELU, with the error function it needs.
+
+NumPy has no vectorized ``erf`` (``math.erf`` takes one number), so
+:func:`erf` and :func:`erfc` below evaluate W. J. Cody's rational Chebyshev
+approximations (W. J. Cody, *Rational Chebyshev approximations for the error
+function*, Math. Comp. 23 (1969) 631-638; the coefficients of his SPECFUN
+routine CALERF), accurate to float64 rounding, on NumPy or CuPy arrays alike.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..autograd import Function
+from ..backend import get_array_module
+
+# Cody's coefficients.  erf on |x| <= 0.46875:
+_A = (3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02,
+      3.20937758913846947e03, 1.85777706184603153e-1)
+_B = (2.36012909523441209e01, 2.44024637934444173e02, 1.28261652607737228e03,
+      2.84423683343917062e03)
+# erfc on 0.46875 < |x| <= 4:
+_C = (5.64188496988670089e-1, 8.88314979438837594e00, 6.61191906371416295e01,
+      2.98635138197400131e02, 8.81952221241769090e02, 1.71204761263407058e03,
+      2.05107837782607147e03, 1.23033935479799725e03, 2.15311535474403846e-8)
+_D = (1.57449261107098347e01, 1.17693950891312499e02, 5.37181101862009858e02,
+      1.62138957456669019e03, 3.29079923573345963e03, 4.36261909014324716e03,
+      3.43936767414372164e03, 1.23033935480374942e03)
+# erfc on |x| > 4:
+_P = (3.05326634961232344e-1, 3.60344899949804439e-1, 1.25781726111229246e-1,
+      1.60837851487422766e-2, 6.58749161529837803e-4, 1.63153871373020978e-2)
+_Q = (2.56852019228982242e00, 1.87295284992346047e00, 5.27905102951428412e-1,
+      6.05183413124413191e-2, 2.33520497626869185e-3)
+_SQRT_1_PI = 0.56418958354775628695        # 1 / sqrt(pi)
+_SMALL, _MIDDLE, _BIG = 0.46875, 4.0, 27.0
+
+
+def _erf_small(x):
+    """erf(x) for |x| <= 0.46875: x · R(x²) with R of degree (3, 3)."""
+    z = x * x
+    num, den = _A[4] * z, z
+    for i in range(3):
+        num = (num + _A[i]) * z
+        den = (den + _B[i]) * z
+    return x * (num + _A[3]) / (den + _B[3])
+
+
+def _exp_minus_square(y):
+    """exp(-y²), computed as exp(-t²)·exp(-(y-t)(y+t)) with t = y rounded down to
+    1/16, so that y² loses no digits (Cody's device)."""
+    xp = get_array_module(y)
+    t = xp.trunc(y * 16.0) / 16.0
+    return xp.exp(-t * t) * xp.exp(-(y - t) * (y + t))
+
+
+def _erfc_positive(y):
+    """erfc(y) for y > 0.46875 (``y`` must be positive); 0 beyond y = 27, where
+    erfc underflows float64."""
+    xp = get_array_module(y)
+    beyond = y > _BIG
+    y = xp.minimum(y, _BIG)             # keeps inf out of the arithmetic below
+    # middle range 0.46875 < y <= 4: a rational function of y of degree (8, 8)
+    ym = xp.minimum(y, _MIDDLE)
+    num, den = _C[8] * ym, ym
+    for i in range(7):
+        num = (num + _C[i]) * ym
+        den = (den + _D[i]) * ym
+    middle = (num + _C[7]) / (den + _D[7])
+    # large range y > 4: (1/sqrt(pi) - z·R(z)) / y with z = 1/y²
+    yl = xp.maximum(y, _MIDDLE)
+    z = 1.0 / (yl * yl)
+    num, den = _P[5] * z, z
+    for i in range(4):
+        num = (num + _P[i]) * z
+        den = (den + _Q[i]) * z
+    large = (_SQRT_1_PI - z * (num + _P[4]) / (den + _Q[4])) / yl
+    with np.errstate(under="ignore"):
+        result = xp.where(y <= _MIDDLE, middle, large) * _exp_minus_square(y)
+    return xp.where(beyond, 0.0, result)
+
+
+def erf(x):
+    """The error function erf(x) = 2/√π ∫₀ˣ exp(-t²) dt, elementwise, on a
+    floating NumPy or CuPy array (Cody 1969; float64 rounding accuracy)."""
+    xp = get_array_module(x)
+    y = xp.abs(x)
+    small = _erf_small(xp.clip(x, -_SMALL, _SMALL))
+    big = xp.sign(x) * (1.0 - _erfc_positive(xp.maximum(y, _SMALL)))
+    return xp.where(y <= _SMALL, small, big)
+
+
+def erfc(x):
+    """The complementary error function erfc(x) = 1 - erf(x), elementwise,
+    without the cancellation of ``1 - erf(x)`` for large x (Cody 1969)."""
+    xp = get_array_module(x)
+    y = xp.abs(x)
+    small = 1.0 - _erf_small(xp.clip(x, -_SMALL, _SMALL))
+    tail = _erfc_positive(xp.maximum(y, _SMALL))
+    big = xp.where(x > 0, tail, 2.0 - tail)
+    return xp.where(y <= _SMALL, small, big)
+
+
+_SQRT_2 = math.sqrt(2.0)
+_SQRT_2_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_TANH_C = 0.044715
+
+
+class GELU(Function):
+    """Gaussian Error Linear Unit (Hendrycks & Gimpel, 2016, arXiv:1606.08415).
+
+    ``approximate="none"`` (PyTorch's default): y = x·Φ(x), Φ the standard
+    normal CDF, Φ(x) = ½·erfc(-x/√2); dy/dx = Φ(x) + x·φ(x), φ(x) =
+    exp(-x²/2)/√(2π).
+
+    ``approximate="tanh"``: y = ½x(1 + tanh(u)), u = √(2/π)(x + 0.044715x³);
+    dy/dx = ½(1 + tanh u) + ½x(1 - tanh²u)·√(2/π)(1 + 3·0.044715x²).
+    """
+
+    def __init__(self, approximate: str = "none"):
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got "
+                             f"{approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x):
+        xp = get_array_module(x)
+        self.x = x
+        if self.approximate == "tanh":
+            self.t = xp.tanh(_SQRT_2_PI * (x + _TANH_C * x * x * x))
+            return 0.5 * x * (1.0 + self.t)
+        self.cdf = 0.5 * erfc(-x / _SQRT_2)
+        return x * self.cdf
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        x = self.x
+        if self.approximate == "tanh":
+            t = self.t
+            du = _SQRT_2_PI * (1.0 + 3.0 * _TANH_C * x * x)
+            return g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du)
+        pdf = _INV_SQRT_2PI * xp.exp(-0.5 * x * x)
+        return g * (self.cdf + x * pdf)

@@ -1,0 +1,17 @@
+"""minigrad.nn: Module, Parameter, layers and losses (names as in ``torch.nn``)."""
+from . import functional, init, utils
+from .activation import GELU, ReLU, Sigmoid, Softmax, Tanh
+from .container import Flatten, Identity, ModuleList, Sequential
+from .dropout import Dropout, dropout_context
+from .embedding import Embedding
+from .linear import Linear
+from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
+from .module import Module, Parameter
+
+# --- convolution, pooling and normalization layers (conv.py, pooling.py,
+# --- normalization.py) are imported below this line.
+from .conv import Conv2d
+from .normalization import (BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm,
+                            apply_merged_running_stats, batchnorm_layers,
+                            set_merge_running_stats)
+from .pooling import AvgPool2d, MaxPool2d

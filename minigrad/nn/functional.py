@@ -1,0 +1,225 @@
+"""Functional forms of the layers and losses (``torch.nn.functional`` names).
+
+Every function takes Tensors and returns a Tensor; the layers in
+:mod:`minigrad.nn` call these.  Shapes: N is the batch size, C the number of
+classes or channels, ``*`` any number of further axes.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .. import backend
+from .. import random as _random
+from ..functions import elementwise as E
+from ..functions import softmax as SM
+from ..functions.activation import GELU
+from ..functions.dropout import DropoutFunction, scaled_mask
+from ..functions.embedding import EmbeddingFunction
+from ..functions.linear import LinearFunction
+from ..functions.loss import BCEWithLogits, CrossEntropy, NLLLoss, check_reduction
+from ..tensor import Tensor
+
+
+def _tensor(x, name):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}: expected a Tensor, got {type(x).__name__}")
+    return x
+
+
+def _index_array(ids, device):
+    """Integer ids (Tensor, array or list) as an array on ``device``."""
+    if isinstance(ids, Tensor):
+        ids = ids.data
+    if not (isinstance(ids, np.ndarray) or backend.is_cupy_array(ids)):
+        ids = np.asarray(ids)
+    return backend.to_device(ids, device)
+
+
+# ---------------------------------------------------------------- activations
+def relu(x: Tensor) -> Tensor:
+    """max(x, 0) elementwise; gradient 0 at 0 (as PyTorch)."""
+    return E.ReLU()(_tensor(x, "relu"))
+
+
+def tanh(x: Tensor) -> Tensor:
+    return E.Tanh()(_tensor(x, "tanh"))
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    """1 / (1 + exp(-x)), computed without overflow."""
+    return E.Sigmoid()(_tensor(x, "sigmoid"))
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """GELU: x·Φ(x) (exact, erf form, PyTorch's default) or its tanh
+    approximation with ``approximate="tanh"``.  See
+    :class:`minigrad.functions.activation.GELU`."""
+    return GELU(approximate)(_tensor(x, "gelu"))
+
+
+def softmax(x: Tensor, axis: int = -1) -> Tensor:
+    """exp(x) / Σ exp(x) along ``axis`` (stable: the maximum is subtracted)."""
+    return SM.Softmax(axis)(_tensor(x, "softmax"))
+
+
+def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
+    """x - logsumexp(x) along ``axis`` (stable, finite for -inf entries in a
+    row with a finite one)."""
+    return SM.LogSoftmax(axis)(_tensor(x, "log_softmax"))
+
+
+# --------------------------------------------------------------------- layers
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """y = x Wᵀ + b: x (*, in), weight (out, in), bias (out,) or None -> (*, out).
+
+    One fused Function.  Raises ValueError when x's last axis is not ``in``.
+    """
+    _tensor(x, "linear")
+    if bias is None:
+        return LinearFunction()(x, weight)
+    return LinearFunction()(x, weight, bias)
+
+
+def embedding(ids, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+    """Rows of ``weight`` (num_embeddings, dim) picked by integer ``ids`` (any
+    shape; Tensor, array or list) -> ids.shape + (dim,).
+
+    Repeated ids add up in backward; row ``padding_idx`` gets no gradient.
+    Raises ValueError naming an id outside [0, num_embeddings).
+    """
+    ids = _index_array(ids, weight.device)
+    return EmbeddingFunction(ids, padding_idx)(weight)
+
+
+def _check_p(p):
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p < 1.0:
+        raise ValueError(f"dropout: probability p must lie in [0, 1), got {p!r}")
+
+
+def dropout_uniforms(shape, device, generator=None, example_index=None, step=0,
+                     layer_id=0):
+    """The uniform numbers in [0, 1) that decide a dropout mask of ``shape``.
+
+    * ``example_index`` given (integers, one per example along axis 0): value
+      [n, j] is ``hash_uniform(seed, step, layer_id, example_index[n], j)``,
+      j the flat position within the example: a pure function of the example,
+      so any split of the batch into micro-batches draws the same values.
+    * ``generator`` given: drawn from that ``numpy.random.Generator``.
+    * otherwise: the global hash stream, whose counter advances by the number
+      of values drawn (:func:`minigrad.random.global_hash_uniform`).
+    """
+    if example_index is not None:
+        xp = backend.array_module(device)
+        idx = _index_array(example_index, device).reshape(-1)
+        if len(shape) == 0 or idx.shape[0] != shape[0]:
+            raise ValueError(f"dropout: example_index has {idx.shape[0]} entries but the "
+                             f"input of shape {tuple(shape)} has "
+                             f"{shape[0] if shape else 0} examples along axis 0")
+        per_example = int(np.prod(shape[1:], dtype=np.int64))
+        positions = xp.arange(per_example, dtype=xp.uint64)
+        u = _random.hash_uniform(xp, _random.initial_seed(), step, layer_id,
+                                 idx[:, None], positions[None, :])
+        return u.reshape(shape)
+    if generator is not None:
+        return backend.to_device(generator.random(shape), device)
+    return _random.global_hash_uniform(shape, device)
+
+
+def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator=None,
+            example_index=None, step: int = 0, layer_id: int = 0) -> Tensor:
+    """Inverted dropout: zero each entry with probability ``p`` and scale the
+    rest by 1/(1-p); the identity when ``training`` is False or p = 0.
+
+    Args:
+        x: any shape, floating.
+        p: drop probability in [0, 1).
+        generator: draw from this ``numpy.random.Generator`` instead.
+        example_index, step, layer_id: per-example masks, see
+            :func:`dropout_uniforms` and :class:`minigrad.nn.Dropout`.
+
+    Raises ValueError for p outside [0, 1) or an example_index whose length
+    is not x.shape[0].
+    """
+    _tensor(x, "dropout")
+    _check_p(p)
+    if not training or p == 0.0:
+        return x
+    u = dropout_uniforms(x.shape, x.device, generator, example_index, step, layer_id)
+    return DropoutFunction(scaled_mask(u, p, x.dtype))(x)
+
+
+# --------------------------------------------------------------------- losses
+def cross_entropy(logits: Tensor, target, ignore_index: int = -100,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """Cross-entropy of logits against integer class targets (log-softmax and NLL
+    fused into one Function, :class:`minigrad.functions.loss.CrossEntropy`).
+
+    Shapes: logits (N, C) or (N, C, d1, ...); target (N,) or (N, d1, ...)
+    integers (Tensor, array or list).  Output: a scalar ("mean", "sum") or the
+    target's shape ("none").
+
+    "mean" divides by the number of targets not equal to ``ignore_index``;
+    when every target is ignored that is 0/0 = nan, as in PyTorch.
+    ``label_smoothing`` ε mixes the one-hot target with the uniform
+    distribution: (1-ε)·onehot + ε/C (PyTorch's definition).
+
+    Raises:
+        ValueError: a target outside [0, C) that is not ``ignore_index`` (the
+            message names the value and C), mismatched shapes, an unknown
+            reduction, label_smoothing outside [0, 1].
+        TypeError: a non-integer target.
+    """
+    _tensor(logits, "cross_entropy")
+    target = _index_array(target, logits.device)
+    return CrossEntropy(ignore_index, reduction, label_smoothing)(logits, target)
+
+
+def nll_loss(log_probs: Tensor, target, ignore_index: int = -100,
+             reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of log-probabilities (N, C) or (N, C, d1, ...) at
+    integer targets (N, ...); reductions and errors as :func:`cross_entropy`."""
+    _tensor(log_probs, "nll_loss")
+    target = _index_array(target, log_probs.device)
+    return NLLLoss(ignore_index, reduction)(log_probs, target)
+
+
+def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:  # noqa: A002
+    """Mean squared error (input - target)², reduced by "mean" | "sum" | "none".
+
+    ``input`` and ``target`` broadcast together (PyTorch warns when they do;
+    minigrad allows it on purpose) and each gets its gradient back in its own
+    shape.  Both may require gradients.
+    """
+    check_reduction("mse_loss", reduction)
+    _tensor(input, "mse_loss")
+    diff = input - target
+    squared = diff * diff
+    if reduction == "none":
+        return squared
+    return squared.sum() if reduction == "sum" else squared.mean()
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target, reduction: str = "mean",  # noqa: A002
+                                     pos_weight=None) -> Tensor:
+    """Binary cross-entropy on logits, in the log-sum-exp form that stays finite
+    and accurate for logits of any size (±40 and beyond).
+
+    loss = (1 - y)·x + (1 + (pos_weight - 1)·y)·(log(1 + exp(-|x|)) + max(-x, 0))
+
+    ``input`` (any shape), ``target`` (broadcastable, values in [0, 1]) and
+    ``pos_weight`` (broadcastable, e.g. (C,)) may all require gradients.
+    """
+    _tensor(input, "binary_cross_entropy_with_logits")
+    fn = BCEWithLogits(reduction)
+    if pos_weight is None:
+        return fn(input, target)
+    return fn(input, target, pos_weight)
+
+
+# --- functional forms of convolution, pooling and normalization are added below
+# --- this line (batch_norm, layer_norm, group_norm, conv2d, max_pool2d, avg_pool2d).
+from .conv import conv2d  # noqa: E402  (after the definitions above: no import cycle)
+from .normalization import batch_norm, group_norm, layer_norm  # noqa: E402
+from .pooling import avg_pool2d, max_pool2d  # noqa: E402

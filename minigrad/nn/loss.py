@@ -1,0 +1,62 @@
+"""Loss layers: Modules over the losses of :mod:`minigrad.nn.functional`."""
+from __future__ import annotations
+
+from ..functions.loss import check_reduction
+from . import functional as F
+from .module import Module
+
+
+class CrossEntropyLoss(Module):
+    """``F.cross_entropy(logits, target, ignore_index, reduction, label_smoothing)``
+    as a layer; see :func:`minigrad.nn.functional.cross_entropy`."""
+
+    def __init__(self, ignore_index: int = -100, reduction: str = "mean",
+                 label_smoothing: float = 0.0):
+        super().__init__()
+        check_reduction("CrossEntropyLoss", reduction)
+        self.ignore_index, self.reduction = ignore_index, reduction
+        self.label_smoothing = label_smoothing
+
+    def forward(self, logits, target):
+        return F.cross_entropy(logits, target, self.ignore_index, self.reduction,
+                               self.label_smoothing)
+
+
+class NLLLoss(Module):
+    """``F.nll_loss`` as a layer."""
+
+    def __init__(self, ignore_index: int = -100, reduction: str = "mean"):
+        super().__init__()
+        check_reduction("NLLLoss", reduction)
+        self.ignore_index, self.reduction = ignore_index, reduction
+
+    def forward(self, log_probs, target):
+        return F.nll_loss(log_probs, target, self.ignore_index, self.reduction)
+
+
+class MSELoss(Module):
+    """``F.mse_loss(input, target, reduction)`` as a layer."""
+
+    def __init__(self, reduction: str = "mean"):
+        super().__init__()
+        check_reduction("MSELoss", reduction)
+        self.reduction = reduction
+
+    def forward(self, input, target):  # noqa: A002
+        return F.mse_loss(input, target, self.reduction)
+
+
+class BCEWithLogitsLoss(Module):
+    """``F.binary_cross_entropy_with_logits(input, target, reduction, pos_weight)``
+    as a layer; ``pos_weight`` (a Tensor broadcastable to the input) is kept as
+    a buffer."""
+
+    def __init__(self, reduction: str = "mean", pos_weight=None):
+        super().__init__()
+        check_reduction("BCEWithLogitsLoss", reduction)
+        self.reduction = reduction
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input, target):  # noqa: A002
+        return F.binary_cross_entropy_with_logits(input, target, self.reduction,
+                                                  self.pos_weight)
