@@ -1,0 +1,251 @@
+"""The command line: ``python -m minigrad verify`` and ``python -m minigrad train``.
+
+A thin layer over :mod:`minigrad.experiments`: it parses and checks the flags,
+calls the library, and prints. Bad flags exit with status 2 and one line on
+stderr (``minigrad train: error: ...``), never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line on stderr, exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def _add_device_and_dtype(parser, default_dtype: str) -> None:
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where to compute: cpu (NumPy) or cuda (CuPy; needs a usable "
+                             "GPU) (default: cpu)")
+    parser.add_argument("--dtype", choices=("float64", "float32"), default=default_dtype,
+                        help=f"floating-point precision of parameters and data "
+                             f"(default: {default_dtype})")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``minigrad``, with the ``verify`` and ``train`` commands."""
+    parser = _Parser(prog="minigrad", description="minigrad: gradient accumulation, verified "
+                     "on real data. Run 'minigrad verify' or 'minigrad train --help'.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{verify,train}")
+
+    verify = commands.add_parser(
+        "verify", help="check that accumulation gives the full-batch update, and where not",
+        description="Train each model twice from the same parameters, full batch and "
+                    "accumulated micro-batches, and compare gradients and parameters. "
+                    "Exit status 0 only when every case matches its expectation "
+                    "('equal' to the tolerance, or 'differs' by more than the threshold).")
+    _add_device_and_dtype(verify, "float64")
+    verify.add_argument("--json", metavar="PATH",
+                        help="also write the results as JSON: {passed, cases: [{name, "
+                             "expected, max_abs_diff, max_rel_diff, tolerance, passed, ...}]}")
+    verify.add_argument("--plots", metavar="DIR",
+                        help="save figures (summary, per-update differences, loss curves) "
+                             "as PNG files in DIR (needs matplotlib)")
+    verify.add_argument("--quick", action="store_true",
+                        help="fewer updates per case (a few seconds; for tests)")
+    verify.set_defaults(command_parser=verify)
+
+    train = commands.add_parser(
+        "train", help="train with gradient accumulation on a bundled data set",
+        description="Train with micro-batches of B items accumulated over K steps (one "
+                    "update per B*K items), log the window loss of every update, and "
+                    "report the held-out accuracy (digits, mnist) or loss per token "
+                    "(shakespeare).")
+    train.add_argument("--dataset", choices=("digits", "mnist", "shakespeare"), default="digits",
+                       help="digits: 8x8 UCI digits, MLP; mnist: 28x28 MNIST test images, "
+                            "MLP; shakespeare: variable-length sequences of tinyshakespeare, "
+                            "character bigram model (default: digits)")
+    train.add_argument("--micro-batch", type=_positive_int, default=16, metavar="B",
+                       help="items (examples or sequences) per micro-batch, >= 1 (default: 16)")
+    train.add_argument("--accumulation-steps", type=_positive_int, default=8, metavar="K",
+                       help="micro-batches per optimizer update, >= 1 (default: 8)")
+    train.add_argument("--epochs", type=_non_negative_int, default=5, metavar="E",
+                       help="passes over the training data, >= 0 (default: 5)")
+    train.add_argument("--optimizer", choices=("sgd", "adamw"), default="adamw",
+                       help="optimizer (default: adamw)")
+    train.add_argument("--lr", type=_positive_float, default=None,
+                       help="learning rate > 0 (default: 0.1 for sgd, 0.01 for adamw)")
+    _add_device_and_dtype(train, "float32")
+    train.add_argument("--seed", type=_non_negative_int, default=0,
+                       help="seed of the initial parameters and the data order (default: 0)")
+    train.add_argument("--plot", metavar="PATH",
+                       help="save the loss curve to PATH (.png, .svg, .pdf; needs matplotlib)")
+    train.add_argument("--compare-full-batch", action="store_true",
+                       help="also train the same model (same initial parameters, same data "
+                            "order) with full batches of B*K and overlay the curves")
+    train.add_argument("--compare-micro-batch", action="store_true",
+                       help="also train the same model with plain batches of B (no "
+                            "accumulation, K times as many updates) and overlay its noisier "
+                            "curve; e.g. --micro-batch 1 --accumulation-steps 16")
+    train.add_argument("--no-progress", action="store_true",
+                       help="no progress bar (the per-update log lines remain)")
+    train.set_defaults(command_parser=train)
+    return parser
+
+
+def _check_environment(args) -> None:
+    """Errors that argparse cannot see: a missing GPU, matplotlib, or output folder."""
+    sub = args.command_parser     # errors read "minigrad train: error: ..."
+    if args.device == "cuda":
+        import minigrad  # noqa: PLC0415 (keep `--help` fast)
+        if not minigrad.cuda.is_available():
+            sub.error("--device cuda: no usable GPU (CuPy is not installed, or no GPU or "
+                      "driver was found); use --device cpu")
+    wants_plot = getattr(args, "plots", None) or getattr(args, "plot", None)
+    if wants_plot and importlib.util.find_spec("matplotlib") is None:
+        sub.error("plots need matplotlib, which is not installed: pip install 'minigrad[cli]'")
+    for flag in ("json", "plot"):
+        path = getattr(args, flag, None)
+        if path and not Path(path).resolve().parent.is_dir():
+            sub.error(f"--{flag} {path}: the folder {Path(path).resolve().parent} does not exist")
+
+
+def run_verify(args) -> int:
+    """``minigrad verify``: run the suite, print the table, write JSON and plots."""
+    from .experiments import suite  # noqa: PLC0415
+
+    dtype = np.dtype(args.dtype)
+    cases = suite.verification_cases(args.quick)
+    print(f"minigrad verify: {len(cases)} cases, full batch vs gradient accumulation, "
+          f"{args.device}, {dtype.name}{', quick' if args.quick else ''}", flush=True)
+    start = time.perf_counter()
+    results = suite.run_suite(device=args.device, dtype=dtype, quick=args.quick)
+    seconds = time.perf_counter() - start
+    print(suite.format_table(results))
+    passed = sum(r.passed for r in results)
+    print(f"{passed}/{len(results)} verdicts as expected in {seconds:.1f} s: "
+          + ("PASSED" if passed == len(results) else "FAILED"))
+    for r in results:
+        if "traceback" in r.extras:
+            print(f"\n{r.name} raised:\n{r.extras['traceback']}", file=sys.stderr)
+    if args.json:
+        report = suite.suite_report(results, device=args.device, dtype=dtype.name,
+                                    quick=args.quick, seconds=seconds)
+        Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    if args.plots:
+        from .experiments.plots import save_plots  # noqa: PLC0415
+        for path in save_plots(results, args.plots):
+            print(f"wrote {path}")
+    return 0 if passed == len(results) else 1
+
+
+def _progress(total: int, enabled: bool, desc: str):
+    """A tqdm bar, or None without tqdm (the ``cli`` extra) or when disabled."""
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm  # noqa: PLC0415 (optional dependency)
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=desc, unit="update", file=sys.stderr, leave=False)
+
+
+def run_train(args) -> int:
+    """``minigrad train``: train, log each update, report the held-out metric."""
+    from .experiments import training  # noqa: PLC0415
+
+    batch = args.micro_batch * args.accumulation_steps
+    total = args.epochs * math.ceil(training.TRAIN_SIZES[args.dataset] / batch)
+    print(f"minigrad train: {args.dataset}, micro-batch {args.micro_batch} x "
+          f"{args.accumulation_steps} accumulation steps = batch {batch}, {args.epochs} "
+          f"epoch(s), {total} updates, {args.optimizer}, {args.device}, {args.dtype}", flush=True)
+    totals = {"accumulated": total, "full-batch": total,
+              "micro-batch": args.epochs * math.ceil(training.TRAIN_SIZES[args.dataset]
+                                                     / args.micro_batch)}
+    bars = {}
+
+    def on_update(run, update, epoch, loss):
+        if run not in bars:           # a new run: close the previous run's bar first
+            for previous in bars.values():
+                if previous is not None:
+                    previous.close()
+            bars[run] = _progress(totals[run], not args.no_progress, run)
+        bar = bars[run]
+        line = f"{run:>11}  update {update:4d}  epoch {epoch + 1}  window loss {loss:.6f}"
+        if bar is None:
+            print(line, flush=True)
+        else:
+            bar.write(line)
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.4f}")
+
+    result = training.train(args.dataset, micro_batch=args.micro_batch,
+                            accumulation_steps=args.accumulation_steps, epochs=args.epochs,
+                            optimizer=args.optimizer, lr=args.lr, device=args.device,
+                            seed=args.seed, dtype=np.dtype(args.dtype),
+                            compare_full_batch=args.compare_full_batch,
+                            compare_micro_batch=args.compare_micro_batch, on_update=on_update)
+    for bar in bars.values():
+        if bar is not None:
+            bar.close()
+    print(f"held-out {result.metric_name} (accumulated {args.accumulation_steps} x "
+          f"{args.micro_batch}): {result.metric:.4f}")
+    if result.full_batch_losses is not None:
+        print(f"held-out {result.metric_name} (full batch {batch}): "
+              f"{result.full_batch_metric:.4f}")
+        print(f"max |window loss - full-batch loss| over {len(result.losses)} updates: "
+              f"{result.max_loss_gap:.2e}")
+    if result.micro_batch_losses is not None:
+        print(f"held-out {result.metric_name} (plain batch {args.micro_batch}, "
+              f"{len(result.micro_batch_losses)} updates): {result.micro_batch_metric:.4f}")
+    if args.plot:
+        training.plot_losses(result, args.plot)
+        print(f"wrote {args.plot}")
+    print(f"done in {result.seconds:.1f} s")
+    return 0
+
+
+def main(argv=None) -> int:
+    """Entry point of ``python -m minigrad`` and of the ``minigrad`` script.
+
+    Returns the exit status: 0 on success, 1 when ``verify`` finds a verdict
+    that does not match; exits with status 2 (``SystemExit``) on bad flags.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _check_environment(args)
+    if args.command == "verify":
+        return run_verify(args)
+    return run_train(args)
