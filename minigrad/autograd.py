@@ -31,6 +31,7 @@ the graph is kept and a second pass adds exactly the same gradients again
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 
 import numpy as np
@@ -41,12 +42,19 @@ from . import backend
 # Grad mode
 # ----------------------------------------------------------------------------
 
-_state = threading.local()
+class _ThreadState(threading.local):
+    """Grad mode and the recomputation flag, separate for every thread."""
+
+    enabled = True          # class attributes: the defaults each thread starts with
+    recomputing = False
+
+
+_state = _ThreadState()
 
 
 def is_grad_enabled() -> bool:
     """True when operations record a graph for backward (the default)."""
-    return getattr(_state, "enabled", True)
+    return _state.enabled
 
 
 def set_grad_enabled(mode: bool) -> None:
@@ -92,7 +100,7 @@ def is_recomputing() -> bool:
     Layers with side effects read it: BatchNorm does not update its running
     statistics a second time, and so on.
     """
-    return getattr(_state, "recomputing", False)
+    return _state.recomputing
 
 
 @contextlib.contextmanager
@@ -114,6 +122,22 @@ def enable_grad():
 # ----------------------------------------------------------------------------
 # Function
 # ----------------------------------------------------------------------------
+
+# tensor.py imports this module, so this one cannot import tensor.py at the top;
+# tensor.py hands over its Tensor class and number-to-tensor converter instead.
+_Tensor = None
+_as_tensor_like = None
+
+
+def _register_tensor_type(tensor_class, as_tensor_like) -> None:
+    """Called once by :mod:`minigrad.tensor` after it defines ``Tensor``."""
+    global _Tensor, _as_tensor_like
+    _Tensor, _as_tensor_like = tensor_class, as_tensor_like
+
+
+# What a Function keeps after release(): enough to describe it, no arrays.
+_KEPT_AFTER_RELEASE = frozenset(("generation", "num_outputs", "needs_input_grad"))
+
 
 class Function:
     """A differentiable operation on raw arrays.
@@ -139,33 +163,40 @@ class Function:
     _released: bool = False
 
     def __call__(self, *inputs):
-        from .tensor import Tensor, as_tensor_like  # noqa: PLC0415 (import cycle)
-
-        tensors = []
-        reference = None
+        # The hot path of every model (a small network runs it thousands of times
+        # a second): no per-call imports, and the common case, all inputs
+        # Tensors, costs one isinstance per input.
+        Tensor = _Tensor
+        tensors = inputs
         for x in inputs:
-            if isinstance(x, Tensor):
-                reference = x if reference is None else reference
-        for x in inputs:
-            tensors.append(x if isinstance(x, Tensor) else as_tensor_like(x, reference))
+            if not isinstance(x, Tensor):      # a number or array: make a constant
+                reference = next((t for t in inputs if isinstance(t, Tensor)), None)
+                tensors = tuple(t if isinstance(t, Tensor) else _as_tensor_like(t, reference)
+                                for t in inputs)
+                break
         if backend._cupy is not None and len(tensors) > 1:
             _check_same_device(type(self).__name__, tensors)
 
-        record = is_grad_enabled() and any(t.requires_grad for t in tensors)
-        self.needs_input_grad = tuple(t.requires_grad for t in tensors) if record else ()
-        outputs = self.forward(*[t.data for t in tensors])
+        record = False
+        if is_grad_enabled():
+            for t in tensors:
+                if t._requires_grad:
+                    record = True
+                    break
+        self.needs_input_grad = tuple([t._requires_grad for t in tensors]) if record else ()
+        outputs = self.forward(*[t._data for t in tensors])
         single = not isinstance(outputs, tuple)
         if single:
-            outputs = (outputs,)
-        results = tuple(Tensor(out, requires_grad=record) for out in outputs)
+            results = (Tensor(outputs, requires_grad=record),)
+        else:
+            results = tuple(Tensor(out, requires_grad=record) for out in outputs)
         if record:
-            self.inputs = tuple(tensors)
-            self.generation = max(t._generation for t in tensors) + 1
+            self.inputs = tensors
+            self.generation = max([t._generation for t in tensors]) + 1
             self.num_outputs = len(results)
             self._released = False
             for index, out in enumerate(results):
-                out._creator = self
-                out._output_index = index
+                out._creator, out._output_index = self, index
                 out._generation = self.generation
         return results[0] if single else results
 
@@ -177,10 +208,11 @@ class Function:
 
     def release(self) -> None:
         """Drop the inputs and saved arrays once backward no longer needs them."""
+        state = self.__dict__
+        for name in state:
+            if name not in _KEPT_AFTER_RELEASE:
+                state[name] = None
         self.inputs = ()
-        self.__dict__.update({k: None for k in list(self.__dict__)
-                              if k not in ("inputs", "generation", "num_outputs",
-                                           "needs_input_grad")})
         self._released = True
 
     def __repr__(self):
@@ -240,8 +272,7 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
         ValueError: ``grad`` is missing for a non-scalar output, or its shape
             does not match.
     """
-    from .tensor import Tensor  # noqa: PLC0415
-
+    Tensor = _Tensor
     if not tensor.requires_grad:
         raise RuntimeError("backward: this tensor does not require grad and has no "
                            "graph (was it computed under no_grad(), or from inputs "
@@ -273,51 +304,77 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
     grads[id(root)][tensor._output_index] = grad_array
     leaf_grads = {}     # id(leaf) -> [leaf, summed gradient]
     for fn in _topological_order(root):
-        out_grads = grads.pop(id(fn), None)
-        if out_grads is None:
-            continue
+        if id(fn) not in grads:
+            continue                      # no gradient flows into this Function
         if fn._released:
             raise RuntimeError(f"backward: the graph through {type(fn).__name__} was "
                                "already freed by an earlier backward (retain_graph=False)")
-        in_grads = fn.backward(*out_grads)
-        if not isinstance(in_grads, tuple):
-            in_grads = (in_grads,)
-        if len(in_grads) != len(fn.inputs):
-            raise RuntimeError(f"{type(fn).__name__}.backward returned {len(in_grads)} "
-                               f"gradients for {len(fn.inputs)} inputs")
-        for x, g in zip(fn.inputs, in_grads):
-            if g is None or not x.requires_grad:
-                continue
-            if g.shape != x.data.shape:
-                raise RuntimeError(f"{type(fn).__name__}.backward returned a gradient of "
-                                   f"shape {tuple(g.shape)} for an input of shape {x.shape}")
-            if g.dtype != x.data.dtype:
-                g = g.astype(x.data.dtype)
-            parent = x._creator
-            if parent is None:
-                entry = leaf_grads.get(id(x))
-                if entry is None:
-                    leaf_grads[id(x)] = [x, g]
-                else:
-                    entry[1] = entry[1] + g
-            else:
-                slots = grads.get(id(parent))
-                if slots is None:
-                    slots = grads[id(parent)] = [None] * parent.num_outputs
-                k = x._output_index
-                slots[k] = g if slots[k] is None else slots[k] + g
+        _send_gradients(fn, fn.backward(*grads.pop(id(fn))), grads, leaf_grads)
         if not retain_graph:
             fn.release()
-    for leaf, g in leaf_grads.values():
-        _accumulate_leaf(leaf, g, owned=False)
+    # Hand each leaf its gradient.  A fresh array that nothing else holds
+    # becomes leaf.grad as it is, which saves a full copy of every weight
+    # gradient (PyTorch's AccumulateGrad makes the same reference-count test).
+    # Popping the entries one at a time drops the driver's other references.
+    # A view (base is not None) shares memory with its base, and an array with
+    # more references is still held elsewhere (another leaf, the caller's
+    # grad, a retained graph): those are copied.
+    while leaf_grads:
+        leaf, g = leaf_grads.popitem()[1]
+        unshared = g.base is None and sys.getrefcount(g) == _UNSHARED_REFCOUNT
+        _accumulate_leaf(leaf, g, owned=unshared)
+
+
+def _send_gradients(fn, in_grads, grads, leaf_grads) -> None:
+    """Add the gradients ``fn.backward`` returned to its inputs' pending sums.
+
+    A leaf's sum goes to ``leaf_grads[id(leaf)]``; an interior tensor's to the
+    slot of its output index in ``grads[id(its creator)]``.  (A function of
+    its own, so that no local name of the driver keeps a gradient alive.)
+    """
+    if not isinstance(in_grads, tuple):
+        in_grads = (in_grads,)
+    if len(in_grads) != len(fn.inputs):
+        raise RuntimeError(f"{type(fn).__name__}.backward returned {len(in_grads)} "
+                           f"gradients for {len(fn.inputs)} inputs")
+    for x, g in zip(fn.inputs, in_grads):
+        if g is None or not x._requires_grad:
+            continue
+        if g.shape != x._data.shape:
+            raise RuntimeError(f"{type(fn).__name__}.backward returned a gradient of "
+                               f"shape {tuple(g.shape)} for an input of shape {x.shape}")
+        if g.dtype != x._data.dtype:
+            g = g.astype(x._data.dtype)
+        parent = x._creator
+        if parent is None:
+            entry = leaf_grads.get(id(x))
+            if entry is None:
+                leaf_grads[id(x)] = [x, g]
+            else:
+                entry[1] = entry[1] + g
+        else:
+            slots = grads.get(id(parent))
+            if slots is None:
+                slots = grads[id(parent)] = [None] * parent.num_outputs
+            k = x._output_index
+            slots[k] = g if slots[k] is None else slots[k] + g
+
+
+def _calibrate_refcount() -> int:
+    """sys.getrefcount of an array held by one local name only (the count
+    differs between Python versions, so it is measured, not assumed)."""
+    g = np.empty(0)
+    return sys.getrefcount(g)
+
+
+_UNSHARED_REFCOUNT = _calibrate_refcount()
 
 
 def _accumulate_leaf(leaf, g, owned: bool) -> None:
-    """Add ``g`` into ``leaf.grad`` (copying on first use: ``g`` may be shared)."""
-    from .tensor import Tensor  # noqa: PLC0415
-
+    """Add ``g`` into ``leaf.grad``; on first use keep ``g`` itself when ``owned``,
+    else a copy (``g`` may be shared)."""
     if leaf.grad is None:
-        leaf.grad = Tensor(g if owned else g.copy())
+        leaf.grad = _Tensor(g if owned else g.copy())
     else:
         leaf.grad.data += g
 

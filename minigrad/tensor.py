@@ -69,17 +69,21 @@ def _to_array(data, dtype=None, device="cpu"):
 def as_tensor_like(x, reference=None) -> "Tensor":
     """A constant Tensor for ``x`` (a number or array) combined with ``reference``.
 
-    A Python number takes the reference's floating dtype, so float32 stays
-    float32 in ``x * 2``; an integer tensor with a float number gives the
-    default floating dtype.
+    A Python number, or a NumPy scalar such as ``np.sqrt(64)``, takes the
+    reference's floating dtype, so float32 stays float32 in ``x * 2`` and
+    ``x / np.sqrt(d)`` (PyTorch's rule for scalars); an integer tensor with a
+    float number gives the default floating dtype.
     """
-    if isinstance(x, numbers.Number) and not isinstance(x, np.generic):
+    if isinstance(x, numbers.Number):
+        is_float = isinstance(x, (float, np.floating))
         if reference is not None:
             dtype = reference.dtype
-            if not _is_floating(dtype) and isinstance(x, float):
+            if not _is_floating(dtype) and is_float:
                 dtype = _default_dtype
             return Tensor(reference._xp.asarray(x, dtype=dtype))
-        return Tensor(np.asarray(x, dtype=_default_dtype if isinstance(x, float) else None))
+        if isinstance(x, np.generic):
+            return Tensor(np.asarray(x))
+        return Tensor(np.asarray(x, dtype=_default_dtype if is_float else None))
     if isinstance(x, np.generic):
         x = np.asarray(x)
     if isinstance(x, (list, tuple)):
@@ -110,7 +114,8 @@ class Tensor:
 
     def __init__(self, data, requires_grad: bool = False, name: str | None = None):
         if not (isinstance(data, np.ndarray) or backend.is_cupy_array(data)):
-            data = _to_array(data)
+            # A NumPy scalar (what a full reduction returns) keeps its dtype.
+            data = np.asarray(data) if isinstance(data, np.generic) else _to_array(data)
         self._data = data
         self.grad = None
         self._creator = None
@@ -141,7 +146,7 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool):
-        if value and not _is_floating(self._data.dtype):
+        if value and self._data.dtype.kind not in "fc":     # not a floating dtype
             raise TypeError(f"only floating-point tensors can require gradients; this "
                             f"tensor has dtype {self._data.dtype}")
         if not value and self._creator is not None:
@@ -440,6 +445,9 @@ class Tensor:
 
     def log_softmax(self, axis=-1):
         return SM.LogSoftmax(axis)(self)
+
+
+autograd._register_tensor_type(Tensor, as_tensor_like)
 
 
 def _index_arrays(index):

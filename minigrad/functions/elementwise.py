@@ -16,12 +16,24 @@ def _broadcast_error(name, a, b):
                       f"broadcast together")
 
 
+def _promote(a, b):
+    """PyTorch's rule for an integer (or bool) array with a floating one: the
+    result takes the floating dtype (NumPy would widen int64 + float32 to float64)."""
+    a_float, b_float = a.dtype.kind == "f", b.dtype.kind == "f"
+    if a_float and not b_float:
+        b = b.astype(a.dtype)
+    elif b_float and not a_float:
+        a = a.astype(b.dtype)
+    return a, b
+
+
 class _Binary(Function):
     """Shared forward shape check for broadcasting binary ops."""
 
     name = "binary op"
 
     def forward(self, a, b):
+        a, b = _promote(a, b)
         self.a_shape, self.b_shape = a.shape, b.shape
         try:
             return self.compute(a, b)
@@ -201,8 +213,9 @@ class Tanh(Function):
 def stable_sigmoid(a):
     """1 / (1 + exp(-a)) without overflow: exp is only taken of -|a|."""
     xp = get_array_module(a)
-    e = xp.exp(-xp.abs(a))
-    return xp.where(a >= 0, 1 / (1 + e), e / (1 + e))
+    with np.errstate(under="ignore"):      # exp(-1000) = 0 is the right limit
+        e = xp.exp(-xp.abs(a))
+        return xp.where(a >= 0, 1 / (1 + e), e / (1 + e))
 
 
 class Sigmoid(Function):
@@ -211,7 +224,8 @@ class Sigmoid(Function):
         return self.out
 
     def backward(self, g):
-        return g * self.out * (1 - self.out)
+        with np.errstate(under="ignore"):  # tiny sigmoid times g may underflow to 0
+            return g * self.out * (1 - self.out)
 
 
 class ReLU(Function):

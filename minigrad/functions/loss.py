@@ -43,6 +43,8 @@ def _classes_last(logits, target, name):
                         f"{target.dtype}")
     xp = get_array_module(logits)
     num_classes = logits.shape[0] if logits.ndim == 1 else logits.shape[1]
+    if logits.ndim == 2:                       # already (N, C): the common case
+        return logits, target
     moved = logits.reshape(1, -1) if logits.ndim == 1 else xp.moveaxis(logits, 1, -1)
     return moved.reshape(-1, num_classes), target.reshape(-1)
 
@@ -60,7 +62,7 @@ def _check_targets(target, num_classes, ignore_index, name):
 
 def restore_layout(grad, shape):
     """(M, C) gradient back to the logits' layout ``shape`` = (N, C, d1, ...)."""
-    if len(shape) == 1:
+    if len(shape) <= 2:
         return grad.reshape(shape)
     xp = get_array_module(grad)
     moved = (shape[0],) + tuple(shape[2:]) + (shape[1],)

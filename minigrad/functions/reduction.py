@@ -19,11 +19,12 @@ def normalize_axis(axis, ndim, name="reduction"):
     """
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     out = []
     for a in axes:
-        if not isinstance(a, int) or isinstance(a, bool):
+        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
             raise TypeError(f"{name}: axis must be an int or a tuple of ints, got {axis!r}")
+        a = int(a)
         if not -ndim <= a < ndim:
             raise ValueError(f"{name}: axis {a} is out of range for a tensor with "
                              f"{ndim} dimensions")

@@ -6,25 +6,25 @@ finite gradient) as long as its row has a finite entry.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..autograd import Function
 from ..backend import get_array_module
 
 
 def _shifted(a, axis):
-    xp = get_array_module(a)
-    m = a.max(axis=axis, keepdims=True)
-    m = xp.where(xp.isfinite(m), m, 0)     # a row of -inf stays -inf, not nan
-    return a - m
+    """a - max(a): every exponent is <= 0, and the largest is exactly 0.
+
+    So the sum of exponentials lies in [1, n] whenever the row has a finite
+    maximum: no overflow, and no log(0).  A row whose entries are all -inf has
+    no softmax; it gives nan, as in PyTorch.
+    """
+    return a - a.max(axis=axis, keepdims=True)
 
 
 def log_softmax_array(a, axis=-1):
     """log_softmax on a raw array: (a - max) - log(sum(exp(a - max)))."""
     xp = get_array_module(a)
     z = _shifted(a, axis)
-    with np.errstate(divide="ignore"):
-        return z - xp.log(xp.exp(z).sum(axis=axis, keepdims=True))
+    return z - xp.log(xp.exp(z).sum(axis=axis, keepdims=True))
 
 
 class Softmax(Function):

@@ -1,0 +1,185 @@
+"""Engine overhead: a 3-layer ReLU MLP in minigrad against the same maths in NumPy.
+
+Forward + backward of  x -> Linear -> ReLU -> Linear -> ReLU -> Linear -> cross-entropy
+is timed twice per repeat, once in minigrad and once written by hand in NumPy with
+manual gradients, alternating the two so that both see the same machine state.
+The ratio of the medians is minigrad's overhead; the floors come from issue 2:
+
+    widths 64-128-128-10,     batch 32,  float32: ratio <= 2.0   (per-op overhead)
+    widths 1024-1024-1024-10, batch 256, float32: ratio <= 1.15  (large matmuls)
+
+Run:  python benchmarks/bench_overhead.py [--quick]
+(or ``python benchmarks/run_all.py --only bench_overhead``).  Both contenders get
+one BLAS thread (see ``benchmarks/common.py``): threadpoolctl when installed, and
+``OPENBLAS_NUM_THREADS=1`` set before NumPy is imported.
+"""
+from __future__ import annotations
+
+import sys
+
+try:
+    from . import common
+except ImportError:      # run as a script: benchmarks/ is on sys.path
+    import common
+
+import numpy as np  # noqa: E402
+
+import minigrad  # noqa: E402
+
+CASES = [
+    # (name, widths, batch, floor on the ratio minigrad / NumPy)
+    ("small", (64, 128, 128, 10), 32, 2.0),
+    ("large", (1024, 1024, 1024, 10), 256, 1.15),
+]
+
+
+def init_params(widths, rng):
+    """Weights (out, in) and biases (out,) in float32, PyTorch's Linear layout."""
+    params = []
+    for fan_in, fan_out in zip(widths[:-1], widths[1:]):
+        bound = 1.0 / np.sqrt(fan_in)
+        params.append(rng.uniform(-bound, bound, (fan_out, fan_in)).astype(np.float32))
+        params.append(rng.uniform(-bound, bound, (fan_out,)).astype(np.float32))
+    return params
+
+
+# --------------------------------------------------------------- NumPy by hand
+def numpy_step(params, x, y):
+    """Loss and gradients of the MLP, forward and backward written by hand.
+
+    cross-entropy = mean_n( logsumexp(z_n) - z_n[y_n] ); its gradient with respect
+    to the logits is (softmax(z) - onehot(y)) / N.
+    """
+    W1, b1, W2, b2, W3, b3 = params
+    n = x.shape[0]
+    z1 = x @ W1.T + b1
+    h1 = np.maximum(z1, 0)
+    z2 = h1 @ W2.T + b2
+    h2 = np.maximum(z2, 0)
+    z3 = h2 @ W3.T + b3
+    shifted = z3 - z3.max(axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    loss = -log_probs[np.arange(n), y].mean()
+
+    dz3 = np.exp(log_probs)
+    dz3[np.arange(n), y] -= 1
+    dz3 /= n
+    dW3, db3 = dz3.T @ h2, dz3.sum(axis=0)
+    dz2 = (dz3 @ W3) * (z2 > 0)
+    dW2, db2 = dz2.T @ h1, dz2.sum(axis=0)
+    dz1 = (dz2 @ W2) * (z1 > 0)
+    dW1, db1 = dz1.T @ x, dz1.sum(axis=0)
+    return loss, [dW1, db1, dW2, db2, dW3, db3]
+
+
+# ------------------------------------------------------------------- minigrad
+class TensorOpsLinear:
+    """y = x Wᵀ + b from tensor ops, for a minigrad without ``nn``."""
+
+    def __init__(self, weight, bias):
+        self.weight, self.bias = weight, bias
+
+    def __call__(self, x):
+        return x @ self.weight.T + self.bias
+
+
+def tensor_ops_cross_entropy(logits, target):
+    """mean_n -log_softmax(z_n)[y_n] from tensor ops."""
+    n = logits.shape[0]
+    return -logits.log_softmax(axis=1)[np.arange(n), target.data].mean()
+
+
+def build_minigrad_model(np_params):
+    """Three layers holding copies of ``np_params`` and the loss function.
+
+    ``minigrad.nn.Linear`` and ``nn.functional.cross_entropy`` (one fused
+    Function each) when ``minigrad.nn`` exists, else the same maths from tensor ops.
+    """
+    weights = np_params[0::2]
+    biases = np_params[1::2]
+    try:
+        from minigrad import nn  # noqa: PLC0415
+        from minigrad.nn import functional as F  # noqa: PLC0415
+    except ImportError:
+        layers = [TensorOpsLinear(minigrad.tensor(w, requires_grad=True),
+                                  minigrad.tensor(b, requires_grad=True))
+                  for w, b in zip(weights, biases)]
+        return layers, tensor_ops_cross_entropy
+    layers = []
+    for w, b in zip(weights, biases):
+        layer = nn.Linear(w.shape[1], w.shape[0])
+        layer.weight.data = w.copy()
+        layer.bias.data = b.copy()
+        layers.append(layer)
+    return layers, F.cross_entropy
+
+
+def parameters_of(layers):
+    return [p for layer in layers for p in (layer.weight, layer.bias)]
+
+
+def minigrad_step(layers, loss_fn, x, y):
+    """Loss of the same MLP in minigrad, then backward (gradients land in .grad)."""
+    for p in parameters_of(layers):
+        p.grad = None
+    h = layers[0](x).relu()
+    h = layers[1](h).relu()
+    loss = loss_fn(layers[2](h), y)
+    loss.backward()
+    return loss
+
+
+def check_same_maths(np_params, layers, loss_fn, x, y):
+    """Both implementations must compute the same loss and gradients before timing."""
+    loss_np, grads_np = numpy_step(np_params, x, y)
+    loss_mg = minigrad_step(layers, loss_fn, minigrad.tensor(x), minigrad.tensor(y))
+    np.testing.assert_allclose(loss_mg.item(), loss_np, rtol=1e-4)
+    for p, g in zip(parameters_of(layers), grads_np):
+        np.testing.assert_allclose(p.grad.numpy(), g, rtol=1e-3, atol=1e-5)
+
+
+def bench_case(widths, batch, repeats):
+    """Median seconds per forward+backward for NumPy and minigrad, interleaved."""
+    rng = common.seed_all(0)
+    np_params = init_params(widths, rng)
+    layers, loss_fn = build_minigrad_model(np_params)
+    x = rng.standard_normal((batch, widths[0])).astype(np.float32)
+    y = rng.integers(0, widths[-1], size=batch)
+    check_same_maths(np_params, layers, loss_fn, x, y)
+
+    x_mg, y_mg = minigrad.tensor(x), minigrad.tensor(y)
+    medians = common.interleaved_median(
+        {"numpy": lambda: numpy_step(np_params, x, y),
+         "minigrad": lambda: minigrad_step(layers, loss_fn, x_mg, y_mg)},
+        repeats=repeats, warmup=3)
+    return medians["numpy"], medians["minigrad"]
+
+
+def run(quick: bool = False) -> dict:
+    """Time every case, print a table, and return ``{name: {...}}`` with the ratios."""
+    limits = common.one_blas_thread()
+    results, rows = {}, []
+    try:
+        for name, widths, batch, floor in CASES:
+            repeats = (31 if name == "small" else 5) if quick else \
+                (301 if name == "small" else 31)
+            t_np, t_mg = bench_case(widths, batch, repeats)
+            ratio = t_mg / t_np
+            results[name] = {"widths": widths, "batch": batch, "numpy_s": t_np,
+                             "minigrad_s": t_mg, "ratio": ratio, "floor": floor,
+                             "ok": ratio <= floor}
+            rows.append([name, "-".join(map(str, widths)), batch, t_np * 1e3, t_mg * 1e3,
+                         ratio, floor, ratio <= floor])
+    finally:
+        if limits is not None:
+            limits.unregister()
+    common.print_table("Engine overhead: 3-layer ReLU MLP + cross-entropy, forward + "
+                       "backward, float32, one BLAS thread (minigrad / NumPy by hand)",
+                       ["case", "widths", "batch", "numpy ms", "minigrad ms", "ratio",
+                        "floor", "met"], rows)
+    return results
+
+
+if __name__ == "__main__":
+    out = run(quick="--quick" in sys.argv[1:])
+    sys.exit(0 if all(r["ok"] for r in out.values()) else 1)
