@@ -239,16 +239,16 @@ def snapshot_grads(parameters) -> list[np.ndarray]:
 
 
 class GradientRecorder:
-    """Records the gradients of every update, plugged in as the accumulator's scheduler.
+    """Records the gradient every optimizer update uses.
 
-    ``GradientAccumulator`` normalizes the window's gradients, steps the
-    optimizer, then steps its scheduler, and only then zeroes the gradients.
-    So a scheduler's ``step()`` is the one moment, once per update, when the
-    gradient the optimizer just used is visible from outside. This class uses
-    that hook: it changes no learning rate, it copies the gradients.
+    It registers a step pre-hook on the optimizer
+    (:meth:`~minigrad.optim.Optimizer.register_step_pre_hook`): just before
+    each ``step()`` the ``.grad`` of every parameter holds the gradient of the
+    update (with a ``GradientAccumulator``, the window's normalized gradient),
+    and the hook copies it.
 
     Args:
-        optimizer: the accumulator's optimizer (a scheduler must name it).
+        optimizer: the optimizer whose updates to watch.
         parameters: the parameters whose gradients to copy.
 
     Attributes:
@@ -256,18 +256,12 @@ class GradientRecorder:
     """
 
     def __init__(self, optimizer, parameters):
-        self.optimizer = optimizer
         self.recorded_parameters = list(parameters)
         self.grads: list[list[np.ndarray]] = []
+        self.handle = optimizer.register_step_pre_hook(self._record)
 
-    def step(self) -> None:
+    def _record(self, optimizer, args, kwargs) -> None:
         self.grads.append(snapshot_grads(self.recorded_parameters))
-
-    def state_dict(self) -> dict:
-        return {"updates": len(self.grads)}
-
-    def load_state_dict(self, state: dict) -> None:
-        del self.grads[state["updates"]:]
 
 
 # --------------------------------------------------------------------------- runs
@@ -326,7 +320,7 @@ def run_accumulated(model, optimizer, windows: Sequence[Window], loss_fn, *,
         raise ValueError("run_accumulated: every window must hold the same number of micro-batches")
     parameters = list(model.parameters())
     recorder = GradientRecorder(optimizer, parameters)
-    accumulator = minigrad.optim.GradientAccumulator(optimizer, k, scheduler=recorder,
+    accumulator = minigrad.optim.GradientAccumulator(optimizer, k,
                                                      **(accumulator_kwargs or {}))
     run = Run([], recorder.grads, [])
     for _, micro_batches in windows:

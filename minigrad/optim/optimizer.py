@@ -14,6 +14,8 @@ into a freshly built copy of it and the next step is exactly the same.
 from __future__ import annotations
 
 import copy
+import functools
+import itertools
 import numbers
 
 import numpy as np
@@ -49,6 +51,32 @@ def check_number(owner: str, name: str, value, *, low=0.0, low_inclusive=True,
     return value
 
 
+class RemovableHandle:
+    """Returned by the ``register_*_hook`` methods; ``remove()`` unregisters the hook."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks: dict):
+        self._hooks = hooks
+        self.id = next(self._ids)
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+
+def _step_with_hooks(step):
+    """Wrap a subclass's ``step`` so that registered hooks run around it."""
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        for hook in list(self._step_pre_hooks.values()):
+            hook(self, args, kwargs)
+        result = step(self, *args, **kwargs)
+        for hook in list(self._step_post_hooks.values()):
+            hook(self, args, kwargs)
+        return result
+    return wrapper
+
+
 class Optimizer:
     """Base class of minigrad's optimizers (PyTorch's ``torch.optim.Optimizer``).
 
@@ -64,7 +92,10 @@ class Optimizer:
         defaults: the default hyperparameters.
 
     Subclasses implement :meth:`step` and may override :meth:`_check_group`
-    to validate a group's hyperparameters.
+    to validate a group's hyperparameters.  Hooks registered with
+    :meth:`register_step_pre_hook` / :meth:`register_step_post_hook` run
+    around every ``step()`` (PyTorch's names): a place to log or record the
+    gradient an update uses.
 
     Raises:
         TypeError: ``params`` is a single Tensor or holds something that is not
@@ -73,7 +104,14 @@ class Optimizer:
             a required hyperparameter is missing.
     """
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _step_with_hooks(cls.__dict__["step"])
+
     def __init__(self, params, defaults: dict):
+        self._step_pre_hooks: dict = {}
+        self._step_post_hooks: dict = {}
         self.defaults = dict(defaults)
         self.param_groups: list[dict] = []
         self.state: dict = {}
@@ -131,6 +169,24 @@ class Optimizer:
     # ---------------------------------------------------------------- steps
     def step(self) -> None:  # pragma: no cover - abstract
         raise NotImplementedError(f"{type(self).__name__}.step is not implemented")
+
+    def register_step_pre_hook(self, hook) -> RemovableHandle:
+        """Call ``hook(optimizer, args, kwargs)`` before every ``step()``.
+
+        At that moment every ``.grad`` holds the gradient the update is about
+        to use (with :class:`GradientAccumulator`: the normalized, clipped
+        gradient of the whole window).  Returns a handle with ``remove()``.
+        """
+        handle = RemovableHandle(self._step_pre_hooks)
+        self._step_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_step_post_hook(self, hook) -> RemovableHandle:
+        """Call ``hook(optimizer, args, kwargs)`` after every ``step()``;
+        returns a handle with ``remove()``."""
+        handle = RemovableHandle(self._step_post_hooks)
+        self._step_post_hooks[handle.id] = hook
+        return handle
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear every parameter's gradient.
