@@ -1,0 +1,80 @@
+"""The array-module shim: device names, moving arrays, scatter-add, GPU detection."""
+import importlib.util
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import minigrad
+from minigrad import backend
+
+
+def test_is_available_is_a_bool_and_never_raises():
+    first = minigrad.cuda.is_available()
+    assert isinstance(first, bool)
+    assert minigrad.cuda.is_available() is first          # cached, same answer
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is None,
+                    reason="CuPy is not installed: the no-driver path cannot be exercised")
+def test_is_available_is_false_without_a_gpu_even_when_cupy_imports():
+    # CuPy installs and imports on machines without a GPU; it fails only at the
+    # first allocation.  Run in a fresh interpreter so nothing is cached.
+    code = ("import minigrad, cupy; "
+            "ok = True\n"
+            "try:\n    cupy.zeros(1)\nexcept Exception:\n    ok = False\n"
+            "assert minigrad.cuda.is_available() is ok, (minigrad.cuda.is_available(), ok)")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_cuda_without_a_gpu_is_a_clear_error():
+    if minigrad.cuda.is_available():
+        pytest.skip("a GPU is usable here")
+    with pytest.raises(RuntimeError, match="no usable GPU"):
+        minigrad.tensor([1.0], device="cuda")
+    with pytest.raises(RuntimeError, match="no usable GPU"):
+        minigrad.zeros(2, device="cuda")
+
+
+@pytest.mark.parametrize("name, expected", [("cpu", "cpu"), (None, "cpu"), ("cuda", "cuda"),
+                                            ("cuda:0", "cuda")])
+def test_normalize_device(name, expected):
+    assert backend.normalize_device(name) == expected
+
+
+@pytest.mark.parametrize("bad", ["gpu", "tpu", "CPU", 0])
+def test_unknown_device_names_are_rejected(bad):
+    with pytest.raises(ValueError, match="unknown device"):
+        backend.normalize_device(bad)
+
+
+def test_device_of_and_array_module(device):
+    xp = backend.array_module(device)
+    a = xp.arange(3.0)
+    assert backend.device_of(a) == device
+    assert backend.get_array_module(a) is xp
+    np.testing.assert_array_equal(backend.asnumpy(a), [0.0, 1.0, 2.0])
+    assert isinstance(backend.asnumpy(a), np.ndarray)
+
+
+def test_to_device_round_trip(device):
+    a = np.arange(6.0).reshape(2, 3)
+    moved = backend.to_device(a, device)
+    assert backend.device_of(moved) == device
+    np.testing.assert_array_equal(backend.asnumpy(moved), a)
+    assert backend.to_device(a, "cpu") is a                 # no copy when already there
+
+
+def test_scatter_add_adds_repeated_indices(device):
+    xp = backend.array_module(device)
+    target = xp.zeros(4)
+    backend.scatter_add(target, xp.asarray([0, 2, 2, 2]), xp.asarray([1.0, 1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(backend.asnumpy(target), [1.0, 0.0, 6.0, 0.0])
+
+
+def test_gpu_memory_stats_shape():
+    stats = backend.gpu_memory_stats()
+    assert set(stats) >= {"used", "total"}
+    if not minigrad.cuda.is_available():
+        assert stats == {"used": 0, "total": 0}
