@@ -2,8 +2,9 @@
 
 The public face; everything here is re-exported from the modules that define it.
 """
-from . import backend, cuda
+from . import backend, cuda, memory
 from .autograd import Function, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .checkpointing import checkpoint, checkpoint_sequential
 from .creation import (abs, arange, broadcast_to, cat, clip, concatenate, exp, log,
                        log_softmax, matmul, maximum, mean, minimum, ones, ones_like, rand,
                        randn, relu, reshape, sigmoid, softmax, sqrt, squeeze, stack, sum,
@@ -12,5 +13,8 @@ from .gradcheck import GradcheckError, gradcheck
 from .random import manual_seed
 from .tensor import (Tensor, bool_, float16, float32, float64, get_default_dtype, int32,
                      int64, set_default_dtype)
+
+# Last: these build on everything above.
+from . import data, nn, optim  # noqa: E402
 
 __version__ = "0.1.0"

@@ -138,3 +138,36 @@ def gpu_memory_stats() -> dict:
         return {"used": 0, "total": 0}
     pool = _cupy.get_default_memory_pool()
     return {"used": int(pool.used_bytes()), "total": int(pool.total_bytes())}
+
+
+def gpu_peak_hook():
+    """A CuPy memory hook that records the pool's highest ``used`` bytes.
+
+    Use it as a context manager (CuPy registers it for the current thread)::
+
+        hook = gpu_peak_hook()
+        with hook:
+            ...              # CuPy work
+        hook.peak_used       # max of pool.used_bytes() seen, in bytes
+
+    ``peak_used`` starts at the bytes in use when the hook is made and is
+    updated after every allocation from CuPy's default memory pool on this
+    thread (allocations are where a peak can happen).  Memory taken outside
+    the pool (cuBLAS workspaces, compiled kernels) is not seen.
+
+    Raises RuntimeError when no GPU is usable.
+    """
+    cp = array_module("cuda")
+    pool = cp.get_default_memory_pool()
+
+    class _PeakHook(cp.cuda.MemoryHook):
+        def __init__(self):
+            self.name = f"minigrad_peak_{id(self)}"   # hook names must be unique
+            self.peak_used = int(pool.used_bytes())
+
+        def malloc_postprocess(self, **kwargs):
+            used = int(pool.used_bytes())
+            if used > self.peak_used:
+                self.peak_used = used
+
+    return _PeakHook()

@@ -51,3 +51,16 @@ def _seed_and_dtype():
 def torch():
     """The PyTorch module, or skip when it is not installed (parity tests)."""
     return pytest.importorskip("torch", reason="PyTorch is not installed; parity tests skip")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line per skip reason with its count (instead of one line per test)."""
+    reasons = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    if reasons:
+        terminalreporter.section("skipped tests, by reason")
+        for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
+            terminalreporter.write_line(f"{count:5d}  {reason}")

@@ -1,0 +1,123 @@
+"""Shared pieces of the benchmarks: one BLAS thread, interleaved timing, peak memory, tables.
+
+Timing rule: every comparison is a ratio of two medians measured side by side
+in one run.  :func:`interleaved_median` runs the contenders in turn, repeat
+after repeat (A B C A B C ...), so a slow patch of the machine (a frequency
+change) hits all of them alike.  It reads the *CPU time* of the process
+(user + system, :func:`time.process_time`) by default, not the wall clock:
+every contender runs on one thread, so CPU time is the work done, and it does
+not count the moments the process waits for a core while other jobs run on a
+small shared machine (on 2 busy cores, wall-clock ratios moved by ±20 % from
+run to run; CPU-time ratios by a few per cent).
+
+Memory rule: peak memory is measured with :func:`minigrad.memory.peak`
+(tracemalloc) in runs separate from the timed ones, since tracing slows
+Python down.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import statistics
+import sys
+import time
+
+# Run from a checkout without installing: the repository root holds minigrad/.
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")   # effective only before NumPy is first imported
+
+import numpy as np  # noqa: E402
+
+import minigrad  # noqa: E402
+
+
+def one_blas_thread():
+    """Limit NumPy's BLAS (and OpenMP) to one thread with threadpoolctl.
+
+    Returns the limiter (call ``.unregister()`` to lift it) or None when
+    threadpoolctl is not installed; the environment variables set on import
+    of this module then do the work, if NumPy was not imported before.
+    """
+    try:
+        from threadpoolctl import threadpool_limits  # noqa: PLC0415
+    except ImportError:
+        return None
+    return threadpool_limits(limits=1)
+
+
+def interleaved_median(contenders: dict, repeats: int, warmup: int = 1,
+                       clock=time.process_time) -> dict:
+    """Median seconds of each callable, run in turn ``repeats`` times.
+
+    Args:
+        contenders: ``{name: zero-argument callable}``.
+        repeats: timed calls per contender (odd numbers give a true median).
+        warmup: untimed calls per contender first (caches, BLAS start-up).
+        clock: the clock read before and after each call: CPU time of the
+            process by default (see the module docstring); pass
+            ``time.perf_counter`` for wall-clock time.
+
+    Returns:
+        ``{name: median seconds}``.
+    """
+    for fn in contenders.values():
+        for _ in range(warmup):
+            fn()
+    times = {name: [] for name in contenders}
+    for _ in range(repeats):
+        for name, fn in contenders.items():
+            gc.collect()                        # no collector pause inside a timing
+            t0 = clock()
+            fn()
+            times[name].append(clock() - t0)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def peak_bytes(fn, repeats: int = 1) -> int:
+    """The bytes ``fn()`` allocates at its peak (tracemalloc), the median of ``repeats``.
+
+    Whatever ``fn`` builds inside (a model, an optimizer) is counted; what
+    existed before the call is not.
+    """
+    peaks = []
+    for _ in range(repeats):
+        gc.collect()
+        with minigrad.memory.peak() as m:
+            fn()
+        peaks.append(m.peak_bytes)
+    return int(statistics.median(peaks))
+
+
+def mib(n_bytes) -> float:
+    return n_bytes / 2 ** 20
+
+
+def print_table(title: str, headers: list, rows: list) -> None:
+    """Print rows (lists of values) under headers, columns right-aligned.
+
+    Floats are shown with 3 significant decimals, booleans as yes/NO.
+    """
+    def fmt(v):
+        if isinstance(v, bool):
+            return "yes" if v else "NO"
+        if isinstance(v, float):
+            return f"{v:.3f}" if abs(v) < 1000 else f"{v:.0f}"
+        return str(v)
+
+    cells = [[fmt(v) for v in row] for row in rows]
+    widths = [max(len(str(h)), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    print(f"\n{title}")
+    print("  ".join(str(h).rjust(w) for h, w in zip(headers, widths)))
+    print("  ".join("-" * w for w in widths))
+    for r in cells:
+        print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+
+
+def seed_all(seed: int = 0) -> np.random.Generator:
+    """Seed minigrad and return a NumPy generator for the benchmark's data."""
+    minigrad.manual_seed(seed)
+    return np.random.default_rng(seed)
