@@ -13,7 +13,7 @@ TEST_PATHS := tests $(if $(NOTEBOOKS),notebooks)
 # --nbval-current-env: run notebooks in this venv's kernel, not a system one.
 PYTEST_ARGS := $(TEST_PATHS) --nbval-lax --nbval-current-env -q
 
-.PHONY: venv test demo bench test-gpu notebooks clean
+.PHONY: venv test demo bench test-gpu notebooks jupyter clean
 
 venv: $(STAMP)
 
@@ -40,6 +40,11 @@ test-gpu: venv
 
 notebooks: venv
 	$(if $(NOTEBOOKS),$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace $(NOTEBOOKS),@echo "no notebooks in notebooks/")
+
+# Open the course notebooks in JupyterLab (adds the `notebooks` extra to .venv).
+jupyter: venv
+	$(PIP) install -e '.[notebooks]'
+	$(VENV)/bin/jupyter lab notebooks/
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis

@@ -10,7 +10,7 @@ For every k we measure
 * the median CPU time of one update (k forward/backward passes and one step),
   all k values timed in turn, repeat after repeat.
 
-The memory floor (issue 6): accumulated training at 8 × 128 peaks at ≤ 1.15 ×
+The memory floor: accumulated training at 8 × 128 peaks at ≤ 1.15 ×
 the peak of one plain 128-example training step, i.e. accumulation costs no
 memory beyond one micro-batch's activations.
 

@@ -16,7 +16,7 @@ counts.  For each we measure
   checkpointed passes reuse memory already mapped.  That is part of why the
   measured time overhead is smaller than one whole extra forward pass.
 
-The floor (issue 6): checkpoints every √32 ≈ 5.7 blocks (6 segments) keep
+The floor: checkpoints every √32 ≈ 5.7 blocks (6 segments) keep
 ≤ 35 % of the plain run's activation memory at ≤ 1.5 × its time.  Theory
 (Chen et al. 2016, arXiv:1604.06174): with s segments of L/s blocks the pass
 keeps s boundary outputs plus one segment's activations, O(s + L/s), smallest

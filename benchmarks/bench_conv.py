@@ -1,6 +1,6 @@
 """Conv2d forward + backward: minigrad (im2col on NumPy) against PyTorch's CPU Conv2d.
 
-The case of issue 3: input (64, 1, 28, 28) (an MNIST batch), 16 output
+The case measured: input (64, 1, 28, 28) (an MNIST batch), 16 output
 channels, 3×3 kernel, padding 1, float32.  One timed call is a forward pass,
 a sum, and a backward pass that produces the input, weight and bias gradients.
 Both frameworks run in this one process with one thread each

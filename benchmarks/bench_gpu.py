@@ -4,7 +4,7 @@ minigrad on the GPU (CuPy) against minigrad on the CPU (NumPy) and against
 PyTorch eager on the same GPU, measured side by side in one process (median
 of repeats, the GPU synchronized before each clock read).
 
-Floors (issue): the GPU path at least 20x faster than the CPU path, and within
+Floors: the GPU path at least 20x faster than the CPU path, and within
 1.5x of PyTorch eager.  Skips, saying why, when no GPU is usable.
 
     python benchmarks/bench_gpu.py

@@ -3,7 +3,7 @@
 Forward + backward of  x -> Linear -> ReLU -> Linear -> ReLU -> Linear -> cross-entropy
 is timed twice per repeat, once in minigrad and once written by hand in NumPy with
 manual gradients, alternating the two so that both see the same machine state.
-The ratio of the medians is minigrad's overhead; the floors come from issue 2:
+The ratio of the medians is minigrad's overhead; the floors:
 
     widths 64-128-128-10,     batch 32,  float32: ratio <= 2.0   (per-op overhead)
     widths 1024-1024-1024-10, batch 256, float32: ratio <= 1.15  (large matmuls)

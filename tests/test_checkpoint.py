@@ -11,7 +11,7 @@ from minigrad import nn
 from minigrad import random as mg_random
 from minigrad.testing import max_rel_diff
 
-TOL = 1e-12   # float64 relative, as the issue requires
+TOL = 1e-12   # float64 relative: equal up to rounding
 
 
 # ---------------------------------------------------------------- helpers

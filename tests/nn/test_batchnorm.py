@@ -224,7 +224,7 @@ def test_no_grad_training_forward_still_updates():
     np.testing.assert_allclose(layer.running_mean.numpy(), [0.1])
 
 
-# ------------------------------------------------ merged statistics (issue 4 §4)
+# ------------------------------------------- merged running statistics (exact)
 WORKED = np.array([[1.0], [2.0], [4.0], [8.0]])
 
 

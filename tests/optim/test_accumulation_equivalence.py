@@ -382,7 +382,7 @@ def test_merged_running_statistics_of_one_window_are_exact(float64):
     assert max_rel_diff(_bn_running(merged), _bn_running(ref)) <= 1e-12
 
 
-def test_merged_running_statistics_issue_example(float64):
+def test_merged_running_statistics_worked_example(float64):
     """x = [1, 2, 4, 8] as [1, 2] + [4, 8], momentum 0.1."""
     def run(merge):
         bn = nn.BatchNorm1d(1)
