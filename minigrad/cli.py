@@ -124,6 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
 def _check_environment(args) -> None:
     """Errors that argparse cannot see: a missing GPU, matplotlib, or output folder."""
     sub = args.command_parser     # errors read "minigrad train: error: ..."
@@ -137,8 +140,19 @@ def _check_environment(args) -> None:
         sub.error("plots need matplotlib, which is not installed: pip install 'minigrad[cli]'")
     for flag in ("json", "plot"):
         path = getattr(args, flag, None)
-        if path and not Path(path).resolve().parent.is_dir():
+        if not path:
+            continue
+        if Path(path).is_dir():
+            sub.error(f"--{flag} {path}: is a folder, expected a file path")
+        if not Path(path).resolve().parent.is_dir():
             sub.error(f"--{flag} {path}: the folder {Path(path).resolve().parent} does not exist")
+    plot = getattr(args, "plot", None)
+    if plot and Path(plot).suffix.lower() not in PLOT_SUFFIXES:
+        # matplotlib would add .png to a name without a suffix, and fail on others
+        sub.error(f"--plot {plot}: the file name must end in .png, .svg or .pdf")
+    plots = getattr(args, "plots", None)
+    if plots and Path(plots).exists() and not Path(plots).is_dir():
+        sub.error(f"--plots {plots}: is a file, expected a folder")
 
 
 def run_verify(args) -> int:

@@ -54,8 +54,15 @@ def _to_array(data, dtype=None, device="cpu"):
         arr = data
         if dtype is not None:
             arr = arr.astype(dtype, copy=False)
+        if arr.dtype.kind == "O":
+            raise TypeError(f"tensor: cannot make a tensor from an array of dtype object; "
+                            f"expected a numeric or boolean dtype")
         return backend.to_device(arr, device)
-    arr = np.asarray(data)
+    try:
+        arr = np.asarray(data)
+    except ValueError:      # NumPy's message for [[1, 2], [3]]: "inhomogeneous shape"
+        raise ValueError("tensor: cannot make a tensor from a ragged nested list; every "
+                         "row must have the same length") from None
     if dtype is None and arr.dtype.kind == "f":
         arr = arr.astype(_default_dtype)     # Python floats take the default dtype
     elif dtype is not None:
@@ -146,7 +153,8 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool):
-        if value and self._data.dtype.kind not in "fc":     # not a floating dtype
+        # Not complex either: its gradients need conjugates, which no Function computes.
+        if value and self._data.dtype.kind != "f":
             raise TypeError(f"only floating-point tensors can require gradients; this "
                             f"tensor has dtype {self._data.dtype}")
         if not value and self._creator is not None:
@@ -381,6 +389,8 @@ class Tensor:
         return R.Var(axis, keepdims, ddof)(self)
 
     def argmax(self, axis=None):
+        if axis is not None:
+            axis = R.normalize_axis(axis, self.ndim, "argmax")[0]
         return Tensor(self._data.argmax(axis=axis))
 
     def reshape(self, *shape):

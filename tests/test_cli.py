@@ -128,6 +128,10 @@ BAD_FLAGS = [
     (["train", "--optimizer", "rmsprop"], "invalid choice: 'rmsprop'"),
     (["verify", "--dtype", "float16"], "invalid choice: 'float16'"),
     (["verify", "--json", "/no/such/folder/x.json"], "does not exist"),
+    (["verify", "--json", str(ROOT)], "is a folder, expected a file path"),
+    (["verify", "--plots", str(ROOT / "README.md")], "is a file, expected a folder"),
+    (["train", "--plot", "loss.txt"], "must end in .png, .svg or .pdf"),
+    (["train", "--plot", "loss"], "must end in .png, .svg or .pdf"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
     ([], "required"),
 ]

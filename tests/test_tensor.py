@@ -179,3 +179,22 @@ def test_creation_functions(device):
     np.testing.assert_array_equal(minigrad.randn(3).numpy(), a)
     assert minigrad.arange(3).numpy().tolist() == [0, 1, 2]
     assert minigrad.zeros_like(minigrad.ones(2)).numpy().tolist() == [0.0, 0.0]
+
+
+def test_ragged_nested_list_is_a_clear_error():
+    with pytest.raises(ValueError, match="ragged"):
+        minigrad.tensor([[1.0, 2.0], [3.0]])
+
+
+def test_object_numpy_array_is_rejected():
+    with pytest.raises(TypeError, match="dtype object"):
+        minigrad.tensor(np.array([1, 2], dtype=object))
+
+
+def test_complex_tensors_cannot_require_grad():
+    # complex gradients need conjugates (Wirtinger calculus), which minigrad's
+    # Functions do not implement: refuse instead of giving wrong gradients
+    z = minigrad.tensor([1 + 2j])
+    assert z.dtype == np.complex128
+    with pytest.raises(TypeError, match="floating"):
+        minigrad.tensor([1 + 2j], requires_grad=True)

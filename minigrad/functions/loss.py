@@ -30,6 +30,9 @@ def _classes_last(logits, target, name):
     if logits.ndim < 1:
         raise ValueError(f"{name}: input must have shape (N, C) or (N, C, d1, ...), got "
                          f"a scalar")
+    if logits.dtype.kind != "f":
+        raise TypeError(f"{name}: input must hold floating-point scores, got dtype "
+                        f"{logits.dtype}")
     if logits.ndim == 1:                       # (C,) with a scalar target, as PyTorch
         expected = ()
     else:
@@ -218,6 +221,13 @@ class BCEWithLogits(Function):
         self.reduction = reduction
 
     def forward(self, x, y, pos_weight=None):
+        shapes = [a.shape for a in (x, y, pos_weight) if a is not None]
+        try:
+            np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise ValueError(f"binary_cross_entropy_with_logits: input, target (and "
+                             f"pos_weight) of shapes {', '.join(map(str, shapes))} cannot "
+                             "be broadcast together") from None
         xp = get_array_module(x)
         softplus = xp.log1p(xp.exp(-xp.abs(x))) + xp.maximum(-x, 0)
         log_weight = 1.0 if pos_weight is None else 1.0 + (pos_weight - 1.0) * y

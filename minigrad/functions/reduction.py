@@ -86,9 +86,9 @@ class Max(Function):
     def forward(self, a):
         xp = get_array_module(a)
         self.axes = normalize_axis(self.axis, a.ndim, self.reduce)
-        if a.size == 0:
+        if any(a.shape[ax] == 0 for ax in self.axes):
             raise ValueError(f"{self.reduce}: cannot reduce an empty tensor of shape "
-                             f"{tuple(a.shape)}")
+                             f"{tuple(a.shape)} over axes {self.axes}")
         self.a = a
         self.out = getattr(xp, self.reduce)(a, axis=self.axes, keepdims=True)
         return self.out if self.keepdims else self.out.reshape(
@@ -96,7 +96,9 @@ class Max(Function):
 
     def backward(self, g):
         g = _expand(g, self.a.shape, self.axes, self.keepdims)
-        mask = (self.a == self.out)
+        xp = get_array_module(g)
+        # A nan maximum takes the gradient, as in PyTorch (nan == nan is False).
+        mask = (self.a == self.out) | (xp.isnan(self.a) & xp.isnan(self.out))
         count = mask.sum(axis=self.axes, keepdims=True)
         return g * (mask / count).astype(g.dtype, copy=False)
 

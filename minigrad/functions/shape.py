@@ -3,8 +3,11 @@ concatenate/stack, and indexing.  None of them changes a value; backward only
 moves gradients back to where the values came from."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd import Function
 from ..backend import get_array_module, scatter_add
+from .reduction import normalize_axis
 
 
 class Reshape(Function):
@@ -12,6 +15,12 @@ class Reshape(Function):
         self.shape = tuple(shape)
 
     def forward(self, a):
+        for n in self.shape:
+            if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+                raise TypeError(f"reshape: shape must be ints, got {self.shape}")
+            if n < -1:      # NumPy would read any negative size as -1
+                raise ValueError(f"reshape: invalid size {n} in shape {self.shape}; sizes "
+                                 "must be >= 0, or -1 for one inferred size")
         self.in_shape = a.shape
         try:
             return a.reshape(self.shape)
@@ -50,6 +59,12 @@ class BroadcastTo(Function):
         self.shape = tuple(shape)
 
     def forward(self, a):
+        for n in self.shape:
+            if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+                raise TypeError(f"reshape: shape must be ints, got {self.shape}")
+            if n < -1:      # NumPy would read any negative size as -1
+                raise ValueError(f"reshape: invalid size {n} in shape {self.shape}; sizes "
+                                 "must be >= 0, or -1 for one inferred size")
         self.in_shape = a.shape
         try:
             return get_array_module(a).broadcast_to(a, self.shape)
@@ -102,6 +117,7 @@ class Concatenate(Function):
 
     def forward(self, *arrays):
         xp = get_array_module(arrays[0])
+        normalize_axis(self.axis, arrays[0].ndim, "concatenate")
         try:
             out = xp.concatenate(arrays, axis=self.axis)
         except ValueError:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..autograd import Function
 from ..backend import get_array_module
+from .reduction import normalize_axis
 
 
 def _shifted(a, axis):
@@ -35,6 +36,7 @@ class Softmax(Function):
         self.axis = axis
 
     def forward(self, a):
+        normalize_axis(self.axis, a.ndim, "softmax")
         xp = get_array_module(a)
         e = xp.exp(_shifted(a, self.axis))
         self.out = e / e.sum(axis=self.axis, keepdims=True)
@@ -53,6 +55,7 @@ class LogSoftmax(Function):
         self.axis = axis
 
     def forward(self, a):
+        normalize_axis(self.axis, a.ndim, "log_softmax")
         self.out = log_softmax_array(a, self.axis)
         return self.out
 

@@ -194,7 +194,10 @@ def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:  # noqa:
     """
     check_reduction("mse_loss", reduction)
     _tensor(input, "mse_loss")
-    diff = input - target
+    try:
+        diff = input - target
+    except ValueError as error:     # the shapes do not broadcast
+        raise ValueError(f"mse_loss: {error}") from None
     squared = diff * diff
     if reduction == "none":
         return squared

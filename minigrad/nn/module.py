@@ -359,11 +359,15 @@ class Module:
             ``(missing_keys, unexpected_keys)`` as two lists (empty when strict).
 
         Raises:
+            TypeError: ``state_dict`` is not a mapping.
             KeyError: strict and a key is missing or unexpected (the message
                 names every such key).
             ValueError: a shape differs (always, strict or not; names the key,
                 both shapes).
         """
+        if not hasattr(state_dict, "keys"):
+            raise TypeError(f"load_state_dict: expected a dict from names to arrays, got "
+                            f"{type(state_dict).__name__}")
         own = self._state_tensors()
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]

@@ -8,7 +8,7 @@ import warnings
 from .. import backend
 from ..tensor import Tensor
 from .clip import clip_grad_norm_
-from .optimizer import Optimizer, check_number
+from .optimizer import Optimizer, check_number, check_state_keys
 
 
 class GradientAccumulator:
@@ -369,10 +369,14 @@ class GradientAccumulator:
         shapes, a scheduler and a model if the saved one had them).
 
         Raises:
-            ValueError: ``accumulation_steps`` differs, the number of
+            TypeError: ``state`` is not a dict.
+            ValueError: a key of :meth:`state_dict` is missing,
+                ``accumulation_steps`` differs, the number of
                 parameters or a gradient's shape differs, or a scheduler /
                 model / BatchNorm layer count does not match.
         """
+        check_state_keys("GradientAccumulator.load_state_dict", state,
+                         self.state_dict().keys())
         if state["accumulation_steps"] != self.accumulation_steps:
             raise ValueError(f"GradientAccumulator.load_state_dict: saved with "
                              f"accumulation_steps={state['accumulation_steps']}, this "
@@ -398,7 +402,8 @@ class GradientAccumulator:
         if self.model is not None:
             self._load_batchnorm(state["batchnorm"])
         for p, g in zip(params, pending):
-            p.grad = None if g is None else Tensor(backend.to_device(g, p.device).copy())
+            p.grad = None if g is None else Tensor(
+                backend.to_device(g, p.device).astype(p.dtype))   # astype copies
         self.max_grad_norm = state["max_grad_norm"]
         self.micro_step = state["micro_step"]
         self.updates = state["updates"]

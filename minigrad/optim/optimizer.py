@@ -30,6 +30,17 @@ def _is_array(x) -> bool:
     return isinstance(x, np.ndarray) or backend.is_cupy_array(x)
 
 
+def check_state_keys(owner: str, state, keys) -> None:
+    """Raise TypeError unless ``state`` is a dict, ValueError naming the missing keys."""
+    if not isinstance(state, dict):
+        raise TypeError(f"{owner}: expected a dict made by state_dict(), got "
+                        f"{type(state).__name__}")
+    missing = [k for k in keys if k not in state]
+    if missing:
+        raise ValueError(f"{owner}: not a state made by state_dict(); missing keys: "
+                         f"{', '.join(missing)}")
+
+
 def check_number(owner: str, name: str, value, *, low=0.0, low_inclusive=True,
                  high=None, high_inclusive=False) -> float:
     """Return ``value`` as a float after checking that it is a real number in range.
@@ -231,10 +242,13 @@ class Optimizer:
         saved state; buffers are copied onto each parameter's device.
 
         Raises:
-            ValueError: the number of groups, of parameters per group, or a
-                buffer's shape does not match.
+            TypeError: ``state_dict`` is not a dict.
+            ValueError: a key ("state", "param_groups") is missing; the number
+                of groups, of parameters per group, or a buffer's shape does
+                not match.
         """
         name = type(self).__name__
+        check_state_keys(f"{name}.load_state_dict", state_dict, ("state", "param_groups"))
         saved_groups = state_dict["param_groups"]
         if len(saved_groups) != len(self.param_groups):
             raise ValueError(f"{name}.load_state_dict: the saved state has "

@@ -78,3 +78,11 @@ def test_parity_with_torch(a_shape, b_shape, torch, device):
     compare_with_torch(torch, lambda x, y: x @ y, torch.matmul,
                        [rng.standard_normal(a_shape), rng.standard_normal(b_shape)],
                        device=device)
+
+
+def test_integer_operand_takes_the_floating_dtype():
+    # PyTorch's promotion rule, as for the elementwise ops (NumPy would give float64)
+    a = minigrad.tensor([[1, 2]])
+    b = minigrad.randn(2, 2)
+    assert (a @ b).dtype == np.float32
+    assert (b @ a.reshape(2, 1)).dtype == np.float32

@@ -157,3 +157,24 @@ def test_parity_of_tied_max_with_torch_amax(torch, device):
     compare_with_torch(torch, lambda t: t.max(axis=1), lambda t: t.amax(dim=1), [x],
                        device=device)
     compare_with_torch(torch, lambda t: t.min(), lambda t: t.amin(), [x], device=device)
+
+
+def test_max_gradient_goes_to_nan_like_torch(torch):
+    x = minigrad.tensor([1.0, np.nan, 2.0], requires_grad=True)
+    x.max().backward()
+    t = torch.tensor([1.0, float("nan"), 2.0], requires_grad=True)
+    t.max().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())   # [0, 1, 0]
+
+
+def test_max_over_a_nonempty_axis_of_an_empty_tensor_is_empty():
+    x = minigrad.zeros(0, 3)
+    assert x.max(axis=1).shape == (0,)
+    assert x.min(axis=1, keepdims=True).shape == (0, 1)
+    with pytest.raises(ValueError, match="empty"):
+        x.max(axis=0)
+
+
+def test_argmax_bad_axis_names_the_op():
+    with pytest.raises(ValueError, match="argmax: axis 3 is out of range"):
+        minigrad.tensor([1.0, 2.0]).argmax(axis=3)

@@ -239,3 +239,17 @@ def test_float32_stays_float32(name, device):
     assert out.dtype == np.float32
     out.sum().backward()
     assert all(t.grad.dtype == np.float32 for t in inputs)
+
+
+def test_reshape_rejects_bad_sizes():
+    x = minigrad.tensor([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="reshape: .*-3"):
+        x.reshape(-3)
+    with pytest.raises(TypeError, match="reshape: .*ints"):
+        x.reshape(1.5)
+
+
+def test_concatenate_bad_axis_names_the_axis():
+    a = minigrad.zeros(2, 3)
+    with pytest.raises(ValueError, match="concatenate: axis 5 is out of range"):
+        minigrad.concatenate([a, a], axis=5)

@@ -109,3 +109,10 @@ def test_parity_with_torch_for_minus_inf(torch):
     compare_with_torch(torch, lambda t: t.softmax(axis=1), lambda t: t.softmax(dim=1), [x])
     compare_with_torch(torch, lambda t: t.log_softmax(axis=1)[:, [0, 2, 3]],
                        lambda t: t.log_softmax(dim=1)[:, [0, 2, 3]], [x])
+
+
+def test_bad_axis_names_the_op():
+    x = minigrad.zeros(2, 3)
+    for fn in (minigrad.softmax, minigrad.log_softmax):
+        with pytest.raises(ValueError, match="axis 3 is out of range"):
+            fn(x, axis=3)

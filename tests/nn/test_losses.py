@@ -206,3 +206,21 @@ def test_loss_modules(torch):
     np.testing.assert_allclose(ours, theirs, rtol=1e-12)
     lp = np.log(np.full((2, 3), 1 / 3))
     np.testing.assert_allclose(nn.NLLLoss()(minigrad.tensor(lp), [0, 2]).item(), np.log(3))
+
+
+def test_cross_entropy_rejects_integer_logits():
+    # an int64 "loss" would be silently wrong (and has no gradient)
+    with pytest.raises(TypeError, match="cross_entropy: .*floating.*int64"):
+        F.cross_entropy(minigrad.tensor([[1, 2]]), minigrad.tensor([0]))
+    with pytest.raises(TypeError, match="nll_loss: .*floating"):
+        F.nll_loss(minigrad.tensor([[1, 2]]), minigrad.tensor([0]))
+
+
+def test_mse_loss_shape_error_names_the_loss():
+    with pytest.raises(ValueError, match=r"mse_loss: .*\(4, 3\).*\(4, 2\)"):
+        F.mse_loss(minigrad.randn(4, 3), minigrad.randn(4, 2))
+
+
+def test_bce_with_logits_shape_error_names_the_loss():
+    with pytest.raises(ValueError, match=r"binary_cross_entropy_with_logits: .*\(4,\).*\(3,\)"):
+        F.binary_cross_entropy_with_logits(minigrad.randn(4), minigrad.rand(3))

@@ -251,3 +251,8 @@ def test_deepcopy_is_independent():
 def test_forward_missing_is_an_error():
     with pytest.raises(NotImplementedError, match="forward"):
         nn.Module()(1)
+
+
+def test_load_state_dict_of_a_non_mapping_is_a_type_error():
+    with pytest.raises(TypeError, match="load_state_dict: expected a dict .*got list"):
+        nn.Linear(2, 1).load_state_dict([1, 2])

@@ -356,3 +356,26 @@ def test_comparison_functions():
         max_abs_diff(a[:1], b)
     with pytest.raises(ValueError, match=r"item 0 has shapes \(2,\) and \(3,\)"):
         max_rel_diff([np.ones(2)], [np.ones(3)])
+
+
+def test_load_state_dict_of_a_malformed_state():
+    acc, _ = _acc()
+    with pytest.raises(TypeError, match="GradientAccumulator.load_state_dict: expected a dict"):
+        acc.load_state_dict(None)
+    state = acc.state_dict()
+    del state["micro_step"]
+    with pytest.raises(ValueError, match="missing keys: micro_step"):
+        acc.load_state_dict(state)
+    assert acc.micro_step == 0
+
+
+def test_loaded_pending_gradients_take_the_parameter_dtype():
+    acc, model = _acc()
+    acc.backward(ce_loss(model, *_micro_batches(1)[0]))
+    acc.step()
+    state = acc.state_dict()
+    state["pending_grads"] = [g.astype(np.float64) for g in state["pending_grads"]]
+    acc2, model2 = _acc()
+    acc2.load_state_dict(state)
+    for p in model2.parameters():
+        assert p.grad.dtype == p.dtype == np.float32

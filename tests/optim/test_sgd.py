@@ -162,3 +162,11 @@ def test_bad_parameters():
         SGD([np.ones(2)], lr=0.1)
     with pytest.raises(TypeError, match="dtype int64"):
         SGD([minigrad.tensor([1, 2])], lr=0.1)
+
+
+def test_load_state_dict_of_a_malformed_state():
+    opt = SGD([minigrad.tensor([1.0], requires_grad=True)], lr=0.1)
+    with pytest.raises(TypeError, match="SGD.load_state_dict: expected a dict"):
+        opt.load_state_dict([1, 2])
+    with pytest.raises(ValueError, match="SGD.load_state_dict: .*missing keys: param_groups"):
+        opt.load_state_dict({"state": {}})
