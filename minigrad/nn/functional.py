@@ -7,6 +7,7 @@ classes or channels, ``*`` any number of further axes.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -188,9 +189,13 @@ def nll_loss(log_probs: Tensor, target, ignore_index: int = -100,
 def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:  # noqa: A002
     """Mean squared error (input - target)², reduced by "mean" | "sum" | "none".
 
-    ``input`` and ``target`` broadcast together (PyTorch warns when they do;
-    minigrad allows it on purpose) and each gets its gradient back in its own
-    shape.  Both may require gradients.
+    ``input`` and ``target`` broadcast together and each gets its gradient
+    back in its own shape; both may require gradients.  When their shapes
+    differ a UserWarning is issued, as in PyTorch: (N, 1) against (N,)
+    broadcasts to (N, N), a classic silent bug.
+
+    Raises:
+        ValueError: shapes that do not broadcast, or an unknown reduction.
     """
     check_reduction("mse_loss", reduction)
     _tensor(input, "mse_loss")
@@ -198,6 +203,12 @@ def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:  # noqa:
         diff = input - target
     except ValueError as error:     # the shapes do not broadcast
         raise ValueError(f"mse_loss: {error}") from None
+    target_shape = target.shape if isinstance(target, Tensor) else np.shape(target)
+    if tuple(target_shape) != input.shape:
+        warnings.warn(f"mse_loss: target shape {tuple(target_shape)} differs from input "
+                      f"shape {input.shape}; they are broadcast together to "
+                      f"{diff.shape}, which is likely not what you want (give both "
+                      "the same shape)", UserWarning, stacklevel=2)
     squared = diff * diff
     if reduction == "none":
         return squared

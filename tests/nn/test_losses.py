@@ -134,12 +134,23 @@ def test_mse_loss_broadcasting(torch, shapes, reduction):
     a, b = rng.standard_normal(shapes[0]), rng.standard_normal(shapes[1])
     import warnings
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")          # PyTorch warns when shapes broadcast
+        warnings.simplefilter("ignore")          # both warn when shapes broadcast
         compare_with_torch(torch, lambda x, y: F.mse_loss(x, y, reduction),
                            lambda x, y: torch.nn.functional.mse_loss(x, y,
                                                                      reduction=reduction),
                            [a, b], rtol=1e-12, atol=1e-14)
-    assert check_gradients(lambda x, y: F.mse_loss(x, y, reduction), [a, b])
+        assert check_gradients(lambda x, y: F.mse_loss(x, y, reduction), [a, b])
+
+
+def test_mse_loss_warns_when_shapes_broadcast():
+    x = minigrad.randn(4, 1, requires_grad=True)
+    with pytest.warns(UserWarning, match=r"target shape \(4,\) differs from input shape \(4, 1\)"):
+        loss = F.mse_loss(x, minigrad.zeros(4), reduction="none")
+    assert loss.shape == (4, 4)                  # the silent bug the warning is about
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        F.mse_loss(x, minigrad.zeros(4, 1))      # same shapes: no warning
 
 
 def test_mse_loss_module_and_errors():
