@@ -132,6 +132,8 @@ BAD_FLAGS = [
     (["verify", "--plots", str(ROOT / "README.md")], "is a file, expected a folder"),
     (["train", "--plot", "loss.txt"], "must end in .png, .svg or .pdf"),
     (["train", "--plot", "loss"], "must end in .png, .svg or .pdf"),
+    (["train", "--micro-batch", "1000", "--accumulation-steps", "8"],
+     "= 8000 exceeds the 1500 training items of digits"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
     ([], "required"),
 ]

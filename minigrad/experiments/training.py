@@ -269,6 +269,10 @@ def train(dataset: str = "digits", *, micro_batch: int = 16, accumulation_steps:
     if dataset not in DATASETS:
         raise ValueError(f"train: unknown dataset {dataset!r}; expected one of "
                          f"{', '.join(DATASETS)}")
+    if micro_batch * accumulation_steps > TRAIN_SIZES[dataset]:
+        raise ValueError(f"train: micro_batch x accumulation_steps = "
+                         f"{micro_batch * accumulation_steps} exceeds the "
+                         f"{TRAIN_SIZES[dataset]} training items of {dataset}")
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"train: unknown optimizer {optimizer!r}; expected one of "
                          f"{', '.join(OPTIMIZERS)}")
