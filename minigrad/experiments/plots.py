@@ -39,17 +39,24 @@ def plot_summary(results: list[CaseResult], ax) -> None:
     ax.legend(loc="lower right")
 
 
-def plot_per_update(results: list[CaseResult], ax) -> None:
-    """Relative gradient difference at each update, one line per case (log scale)."""
-    for r in results:
-        if len(r.grad_rel_per_update):
-            style = "-" if r.expected == EQUAL else "--"
-            values = np.maximum(r.grad_rel_per_update, 1e-18)
-            ax.plot(np.arange(1, len(values) + 1), values, style, label=r.name)
-    ax.set_yscale("log")
-    ax.set_xlabel("update")
-    ax.set_ylabel("gradient: max relative difference")
-    ax.legend(fontsize=6, ncol=2)
+def plot_per_update(results: list[CaseResult], axes) -> None:
+    """Relative gradient difference at each update (log scale): cases expected to be
+    equal on the first axis, cases expected to differ on the second."""
+    groups = ([r for r in results if r.expected == EQUAL],
+              [r for r in results if r.expected != EQUAL])
+    titles = ("expected equal: rounding only", "expected to differ")
+    for ax, group, title in zip(axes, groups, titles):
+        colors = iter(_pyplot()[0].cm.tab20(np.linspace(0, 1, max(len(group), 1))))
+        for r in group:
+            if len(r.grad_rel_per_update):
+                values = np.maximum(r.grad_rel_per_update, 1e-18)
+                ax.plot(np.arange(1, len(values) + 1), values, marker=".", color=next(colors),
+                        label=r.name)
+        ax.set_yscale("log")
+        ax.set_xlabel("update")
+        ax.set_ylabel("gradient: max relative difference")
+        ax.set_title(title)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
 
 
 def plot_losses(results: list[CaseResult], axes) -> None:
@@ -60,6 +67,7 @@ def plot_losses(results: list[CaseResult], axes) -> None:
         ax.plot(updates, r.losses_accumulated, "--", label="accumulated")
         ax.set_title(r.name, fontsize=8)
         ax.set_xlabel("update")
+        ax.set_ylabel("mean loss", fontsize=8)
     axes[0].legend(fontsize=7)
 
 
@@ -77,9 +85,10 @@ def save_plots(results: list[CaseResult], directory) -> list[Path]:
     plot_summary(results, ax)
     paths.append(_save(fig, directory / "verify_summary.png", plt))
 
-    fig, ax = plt.subplots(figsize=(9, 5))
-    plot_per_update(results, ax)
-    ax.xaxis.set_major_locator(integer_ticks(integer=True))
+    fig, axes = plt.subplots(2, 1, figsize=(10, 8))
+    plot_per_update(results, axes)
+    for ax in axes:
+        ax.xaxis.set_major_locator(integer_ticks(integer=True))
     paths.append(_save(fig, directory / "verify_per_update.png", plt))
 
     with_losses = [r for r in results if len(r.losses_reference)]
