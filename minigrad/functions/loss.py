@@ -114,14 +114,8 @@ class CrossEntropy(Function):
         loss = xp.where(keep, loss, 0.0).astype(logits.dtype, copy=False)
         self.logp, self.safe_t, self.keep = logp, safe_t, keep
         self.logits_shape, self.target_shape = logits.shape, target.shape
-        if self.reduction == "none":
-            return loss.reshape(target.shape)
-        total = loss.sum()
-        if self.reduction == "sum":
-            return total
         self.count = keep.sum()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return (total / self.count).astype(logits.dtype)
+        return _reduce_kept(loss, self.reduction, self.count, target.shape, logits.dtype)
 
     def backward(self, g):
         xp = get_array_module(g)
@@ -131,13 +125,7 @@ class CrossEntropy(Function):
         if eps > 0:
             grad -= eps / num_classes
         grad[xp.arange(grad.shape[0]), self.safe_t] -= 1.0 - eps
-        if self.reduction == "none":
-            weight = g.reshape(-1) * self.keep
-        elif self.reduction == "sum":
-            weight = g * self.keep
-        else:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                weight = (g / self.count) * self.keep
+        weight = _kept_weights(g, self.reduction, self.keep, self.count)
         grad *= weight.reshape(-1, 1).astype(grad.dtype, copy=False)
         return restore_layout(grad, self.logits_shape), None
 
@@ -163,26 +151,38 @@ class NLLLoss(Function):
         loss = xp.where(keep, -z[xp.arange(z.shape[0]), safe_t], 0.0).astype(logp.dtype)
         self.safe_t, self.keep, self.rows = safe_t, keep, z.shape
         self.logits_shape, self.target_shape = logp.shape, target.shape
-        if self.reduction == "none":
-            return loss.reshape(target.shape)
-        if self.reduction == "sum":
-            return loss.sum()
         self.count = keep.sum()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return (loss.sum() / self.count).astype(logp.dtype)
+        return _reduce_kept(loss, self.reduction, self.count, target.shape, logp.dtype)
 
     def backward(self, g):
         xp = get_array_module(g)
-        if self.reduction == "none":
-            weight = g.reshape(-1) * self.keep
-        elif self.reduction == "sum":
-            weight = g * self.keep
-        else:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                weight = (g / self.count) * self.keep
+        weight = _kept_weights(g, self.reduction, self.keep, self.count)
         grad = xp.zeros(self.rows, dtype=g.dtype)
         grad[xp.arange(self.rows[0]), self.safe_t] = -weight.astype(g.dtype, copy=False)
         return restore_layout(grad, self.logits_shape), None
+
+
+def _reduce_kept(loss, reduction, count, target_shape, dtype):
+    """Reduce per-position losses (ignored positions hold 0): "none" keeps the
+    target's shape, "sum" adds, "mean" divides by ``count``, the number of
+    positions kept (0 kept gives nan, as in PyTorch)."""
+    if reduction == "none":
+        return loss.reshape(target_shape)
+    if reduction == "sum":
+        return loss.sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (loss.sum() / count).astype(dtype)
+
+
+def _kept_weights(g, reduction, keep, count):
+    """d(reduced loss)/d(per-position loss), flattened: 0 at ignored positions,
+    else g ("sum"), g / count ("mean"), or g's own entry ("none")."""
+    if reduction == "none":
+        return g.reshape(-1) * keep
+    if reduction == "sum":
+        return g * keep
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (g / count) * keep
 
 
 def reduce_loss(loss, reduction):

@@ -14,7 +14,35 @@ def _index(i, n, name):
     return i % n
 
 
-class Sequential(Module):
+class _ModuleSequence(Module):
+    """Children named "0", "1", ... in order: ``append``, ``len()``, iteration,
+    ``seq[i]`` (negative too) and ``seq[i:j]`` (a new container sharing the modules)."""
+
+    def append(self, module: Module):
+        if not isinstance(module, Module):
+            raise TypeError(f"{type(self).__name__}: expected a Module, got "
+                            f"{type(module).__name__}")
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __getitem__(self, i):
+        modules = list(self._modules.values())
+        if isinstance(i, slice):
+            return self._from_modules(modules[i])
+        return modules[_index(i, len(modules), type(self).__name__)]
+
+    @classmethod
+    def _from_modules(cls, modules):
+        raise NotImplementedError
+
+
+class Sequential(_ModuleSequence):
     """Modules applied one after the other: ``Sequential(a, b, c)(x) == c(b(a(x)))``.
 
     Children are named "0", "1", ... in order.  Supports ``len()``, iteration,
@@ -27,23 +55,9 @@ class Sequential(Module):
         for m in modules:
             self.append(m)
 
-    def append(self, module: Module) -> Sequential:
-        if not isinstance(module, Module):
-            raise TypeError(f"Sequential: expected a Module, got {type(module).__name__}")
-        self.add_module(str(len(self._modules)), module)
-        return self
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def __getitem__(self, i):
-        modules = list(self._modules.values())
-        if isinstance(i, slice):
-            return type(self)(*modules[i])
-        return modules[_index(i, len(modules), "Sequential")]
+    @classmethod
+    def _from_modules(cls, modules):
+        return cls(*modules)
 
     def forward(self, x):
         for module in self._modules.values():
@@ -51,36 +65,21 @@ class Sequential(Module):
         return x
 
 
-class ModuleList(Module):
+class ModuleList(_ModuleSequence):
     """A list of Modules whose parameters are registered (children "0", "1", ...)."""
 
     def __init__(self, modules=()):
         super().__init__()
-        for m in modules:
-            self.append(m)
+        self.extend(modules)
 
-    def append(self, module: Module) -> ModuleList:
-        if not isinstance(module, Module):
-            raise TypeError(f"ModuleList: expected a Module, got {type(module).__name__}")
-        self.add_module(str(len(self._modules)), module)
-        return self
+    @classmethod
+    def _from_modules(cls, modules):
+        return cls(modules)
 
     def extend(self, modules) -> ModuleList:
         for m in modules:
             self.append(m)
         return self
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def __getitem__(self, i):
-        modules = list(self._modules.values())
-        if isinstance(i, slice):
-            return ModuleList(modules[i])
-        return modules[_index(i, len(modules), "ModuleList")]
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleList has no forward(): iterate over it instead")
