@@ -136,7 +136,7 @@ def _register_tensor_type(tensor_class, as_tensor_like) -> None:
 
 
 # What a Function keeps after release(): enough to describe it, no arrays.
-_KEPT_AFTER_RELEASE = frozenset(("generation", "num_outputs", "needs_input_grad"))
+_KEPT_AFTER_RELEASE = frozenset(("num_outputs", "needs_input_grad"))
 
 
 class Function:
@@ -159,7 +159,6 @@ class Function:
 
     inputs: tuple = ()
     needs_input_grad: tuple = ()
-    generation: int = 0
     _released: bool = False
 
     def __call__(self, *inputs):
@@ -192,12 +191,10 @@ class Function:
             results = tuple(Tensor(out, requires_grad=record) for out in outputs)
         if record:
             self.inputs = tensors
-            self.generation = max([t._generation for t in tensors]) + 1
             self.num_outputs = len(results)
             self._released = False
             for index, out in enumerate(results):
                 out._creator, out._output_index = self, index
-                out._generation = self.generation
         return results[0] if single else results
 
     def forward(self, *arrays):  # pragma: no cover - abstract
@@ -388,12 +385,12 @@ def unbroadcast(grad, shape):
     if grad.shape == shape:
         return grad
     ndim_extra = grad.ndim - len(shape)
-    if ndim_extra > 0:
-        grad = grad.sum(axis=tuple(range(ndim_extra)))
-    axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
-    if axes:
-        grad = grad.sum(axis=axes, keepdims=True)
-    return grad.reshape(shape)
+    leading = tuple(range(ndim_extra))
+    stretched = tuple(ndim_extra + i for i, n in enumerate(shape)
+                      if n == 1 and grad.shape[ndim_extra + i] != 1)
+    # keepdims=True: NumPy returns an array even when every axis is summed
+    # (without it, a full sum is a NumPy scalar, not an array).
+    return grad.sum(axis=leading + stretched, keepdims=True).reshape(shape)
 
 
 def errstate(**kwargs):

@@ -25,7 +25,8 @@ def tensor(data, dtype=None, device="cpu", requires_grad: bool = False) -> Tenso
     """
     device = backend.normalize_device(device)
     arr = _to_array(data, dtype, device)
-    if isinstance(data, Tensor) or arr is data:
+    source = data.data if isinstance(data, Tensor) else data
+    if arr is source:                   # no conversion made a new array: copy it
         arr = arr.copy()
     return Tensor(arr, requires_grad=requires_grad)
 
@@ -55,8 +56,12 @@ def ones_like(t: Tensor, requires_grad=False) -> Tensor:
 
 
 def arange(*args, dtype=None, device="cpu") -> Tensor:
-    """``numpy.arange`` as a tensor."""
-    return Tensor(backend.array_module(device).arange(*args, dtype=dtype))
+    """``numpy.arange`` as a tensor.  Without ``dtype``, integer arguments give
+    int64 and a float argument the default floating dtype, as ``torch.arange``."""
+    arr = backend.array_module(device).arange(*args, dtype=dtype)
+    if dtype is None and arr.dtype.kind == "f":
+        arr = arr.astype(get_default_dtype())
+    return Tensor(arr)
 
 
 def randn(*shape, dtype=None, device="cpu", requires_grad=False, generator=None) -> Tensor:

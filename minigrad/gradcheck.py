@@ -91,11 +91,9 @@ def gradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1
 
 def _as_float64(x):
     if isinstance(x, Tensor):
-        data = x.data
-        if data.dtype.kind == "f":
-            data = data.astype(np.float64, copy=True)
-        else:
-            data = data.copy()
+        # A C-ordered copy, so that gradcheck's flat view writes into it.
+        dtype = np.float64 if x.dtype.kind == "f" else x.dtype
+        data = x.data.astype(dtype, order="C", copy=True)
         return Tensor(data, requires_grad=x.requires_grad)
     return x
 

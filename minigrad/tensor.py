@@ -116,7 +116,7 @@ class Tensor:
     """
 
     __slots__ = ("_data", "grad", "_requires_grad", "_creator", "_output_index",
-                 "_generation", "name", "__weakref__")
+                 "name", "__weakref__")
     __array_priority__ = 100   # numpy_array * tensor calls Tensor.__rmul__
 
     def __init__(self, data, requires_grad: bool = False, name: str | None = None):
@@ -127,7 +127,6 @@ class Tensor:
         self.grad = None
         self._creator = None
         self._output_index = 0
-        self._generation = 0
         self.name = name
         self._requires_grad = False
         if requires_grad:
@@ -245,7 +244,8 @@ class Tensor:
     def to(self, device=None, dtype=None) -> "Tensor":
         """This tensor on ``device`` and/or with ``dtype`` (self when nothing changes).
 
-        Differentiable: gradients flow back to the original tensor.
+        Differentiable: gradients flow back to the original tensor.  A cast to
+        a non-floating dtype gives a constant (no graph), as in PyTorch.
         """
         if device is not None and not isinstance(device, str) and dtype is None:
             dtype, device = device, None   # t.to(float64)
@@ -253,6 +253,8 @@ class Tensor:
         if device is not None and backend.normalize_device(device) != self.device:
             out = ToDevice(backend.normalize_device(device))(out)
         if dtype is not None and np.dtype(dtype) != out.dtype:
+            if not _is_floating(dtype):
+                return Tensor(out._data.astype(dtype))
             out = AsType(np.dtype(dtype))(out)
         return out
 
@@ -274,8 +276,7 @@ class Tensor:
     def __repr__(self):
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
         extra = ""
-        if self.dtype != _default_dtype and _is_floating(self.dtype) or \
-                not _is_floating(self.dtype):
+        if self.dtype != _default_dtype:
             extra += f", dtype={self.dtype}"
         if self.device != "cpu":
             extra += f", device='{self.device}'"

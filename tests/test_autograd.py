@@ -327,3 +327,9 @@ def test_unbroadcast_sums_to_the_exact_shape(grad_shape, shape):
     out = minigrad.autograd.unbroadcast(g, shape)
     assert out.shape == shape
     np.testing.assert_allclose(out.sum(), g.sum())
+
+
+def test_unbroadcast_to_a_scalar_shape_gives_an_array():
+    g = np.ones((2, 3), dtype=np.float32)
+    out = minigrad.autograd.unbroadcast(g, ())
+    assert isinstance(out, np.ndarray) and out.shape == () and out.dtype == np.float32

@@ -90,3 +90,10 @@ def test_catches_a_gradient_missing_entirely():
 
     with pytest.raises(GradcheckError, match=r"analytical 0.0, numerical 0.25"):
         minigrad.gradcheck(lambda a: Detached()(a), [_x([1.0])])
+
+
+def test_a_non_contiguous_input_is_perturbed_where_it_lives():
+    # A transposed array: gradcheck must perturb the input itself, not a copy.
+    data = np.arange(1.0, 7.0).reshape(2, 3).T
+    x = minigrad.Tensor(data, requires_grad=True)
+    assert minigrad.gradcheck(lambda a: (a * a).sum(), [x])

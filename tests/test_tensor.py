@@ -105,6 +105,14 @@ def test_to_changes_dtype_differentiably():
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0])
 
 
+def test_to_an_integer_dtype_gives_a_constant_as_in_pytorch():
+    # x.long() of a tensor that requires grad is an integer tensor without a graph.
+    x = minigrad.tensor([1.5, -2.5], requires_grad=True)
+    y = x.to(np.int64)
+    assert y.dtype == np.int64 and not y.requires_grad and y.is_leaf
+    assert y.tolist() == [1, -2]
+
+
 def test_to_cuda_and_back(device):
     x = minigrad.tensor([1.0, 2.0], requires_grad=True)
     y = x.to(device)
@@ -198,3 +206,10 @@ def test_complex_tensors_cannot_require_grad():
     assert z.dtype == np.complex128
     with pytest.raises(TypeError, match="floating"):
         minigrad.tensor([1 + 2j], requires_grad=True)
+
+
+def test_arange_with_a_float_step_takes_the_default_dtype_as_in_pytorch():
+    assert minigrad.arange(0, 1, 0.25).dtype == np.float32
+    assert minigrad.arange(0, 1, 0.25).tolist() == [0.0, 0.25, 0.5, 0.75]
+    assert minigrad.arange(3).dtype == np.int64
+    assert minigrad.arange(0, 1, 0.5, dtype=np.float64).dtype == np.float64

@@ -233,7 +233,7 @@ class ReLU(Function):
 
     def forward(self, a):
         self.mask = a > 0
-        return a * self.mask
+        return get_array_module(a).maximum(a, 0)     # nan stays nan; -inf gives 0
 
     def backward(self, g):
         return g * self.mask

@@ -113,7 +113,7 @@ class CrossEntropy(Function):
             loss = (1.0 - eps) * loss - (eps / num_classes) * logp.sum(axis=1)
         loss = xp.where(keep, loss, 0.0).astype(logits.dtype, copy=False)
         self.logp, self.safe_t, self.keep = logp, safe_t, keep
-        self.logits_shape, self.target_shape = logits.shape, target.shape
+        self.logits_shape = logits.shape
         self.count = keep.sum()
         return _reduce_kept(loss, self.reduction, self.count, target.shape, logits.dtype)
 
@@ -128,6 +128,7 @@ class CrossEntropy(Function):
         weight = _kept_weights(g, self.reduction, self.keep, self.count)
         grad *= weight.reshape(-1, 1).astype(grad.dtype, copy=False)
         return restore_layout(grad, self.logits_shape), None
+
 
 class NLLLoss(Function):
     """Negative log-likelihood: loss_i = -input[i, y_i] for kept positions.
@@ -149,16 +150,16 @@ class NLLLoss(Function):
         keep = t != self.ignore_index
         safe_t = xp.where(keep, t, 0)
         loss = xp.where(keep, -z[xp.arange(z.shape[0]), safe_t], 0.0).astype(logp.dtype)
-        self.safe_t, self.keep, self.rows = safe_t, keep, z.shape
-        self.logits_shape, self.target_shape = logp.shape, target.shape
+        self.safe_t, self.keep, self.flat_shape = safe_t, keep, z.shape    # (M, C)
+        self.logits_shape = logp.shape
         self.count = keep.sum()
         return _reduce_kept(loss, self.reduction, self.count, target.shape, logp.dtype)
 
     def backward(self, g):
         xp = get_array_module(g)
         weight = _kept_weights(g, self.reduction, self.keep, self.count)
-        grad = xp.zeros(self.rows, dtype=g.dtype)
-        grad[xp.arange(self.rows[0]), self.safe_t] = -weight.astype(g.dtype, copy=False)
+        grad = xp.zeros(self.flat_shape, dtype=g.dtype)
+        grad[xp.arange(self.flat_shape[0]), self.safe_t] = -weight.astype(g.dtype, copy=False)
         return restore_layout(grad, self.logits_shape), None
 
 

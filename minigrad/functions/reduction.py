@@ -133,4 +133,5 @@ class Var(Function):
 
     def backward(self, g):
         g = _expand(g, self.in_shape, self.axes, self.keepdims)
-        return g * self.centered * (2 / self.denominator)
+        with np.errstate(divide="ignore", invalid="ignore"):   # n - ddof == 0: nan
+            return g * self.centered * 2 / self.denominator

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function
+from ..autograd import Function, unbroadcast
 from ..backend import get_array_module, scatter_add
 from .reduction import normalize_axis
 
@@ -61,10 +61,10 @@ class BroadcastTo(Function):
     def forward(self, a):
         for n in self.shape:
             if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-                raise TypeError(f"reshape: shape must be ints, got {self.shape}")
+                raise TypeError(f"broadcast_to: shape must be ints, got {self.shape}")
             if n < -1:      # NumPy would read any negative size as -1
-                raise ValueError(f"reshape: invalid size {n} in shape {self.shape}; sizes "
-                                 "must be >= 0, or -1 for one inferred size")
+                raise ValueError(f"broadcast_to: invalid size {n} in shape {self.shape}; "
+                                 "sizes must be >= 0, or -1 to keep an axis's size")
         self.in_shape = a.shape
         try:
             return get_array_module(a).broadcast_to(a, self.shape)
@@ -73,7 +73,6 @@ class BroadcastTo(Function):
                              f"{self.shape}") from None
 
     def backward(self, g):
-        from ..autograd import unbroadcast  # noqa: PLC0415
         return unbroadcast(g, self.in_shape)
 
 

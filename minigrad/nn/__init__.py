@@ -8,8 +8,7 @@ from .linear import Linear
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from .module import Module, Parameter
 
-# --- convolution, pooling and normalization layers (conv.py, pooling.py,
-# --- normalization.py) are imported below this line.
+# convolution, normalization and pooling layers
 from .conv import Conv2d
 from .normalization import (BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm,
                             apply_merged_running_stats, batchnorm_layers,

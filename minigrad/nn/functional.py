@@ -203,7 +203,7 @@ def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:  # noqa:
         diff = input - target
     except ValueError as error:     # the shapes do not broadcast
         raise ValueError(f"mse_loss: {error}") from None
-    target_shape = target.shape if isinstance(target, Tensor) else np.shape(target)
+    target_shape = target.shape if hasattr(target, "shape") else np.shape(target)
     if tuple(target_shape) != input.shape:
         warnings.warn(f"mse_loss: target shape {tuple(target_shape)} differs from input "
                       f"shape {input.shape}; they are broadcast together to "
@@ -232,8 +232,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target, reduction: str = "me
     return fn(input, target, pos_weight)
 
 
-# --- functional forms of convolution, pooling and normalization are added below
-# --- this line (batch_norm, layer_norm, group_norm, conv2d, max_pool2d, avg_pool2d).
+# Functional forms of convolution, normalization and pooling: defined next to
+# their layers, re-exported here under torch.nn.functional's names.
 from .conv import conv2d  # noqa: E402  (after the definitions above: no import cycle)
 from .normalization import batch_norm, group_norm, layer_norm  # noqa: E402
 from .pooling import avg_pool2d, max_pool2d  # noqa: E402

@@ -63,8 +63,9 @@ class GradientAccumulator:
     exactly the full-batch gradient of "ghost batch" normalization, where each
     micro-batch is normalized on its own.  That is a property of the model,
     not an error of the sum.  The running statistics are a separate matter
-    and can be made exact: pass ``model=`` and its BatchNorm layers collect
-    count, sum and sum of squares over the window and update ``running_mean``
+    and can be made exact: pass ``model=`` and its BatchNorm layers merge the
+    count, mean and sum of squared deviations of each micro-batch over the
+    window (Chan, Golub & LeVeque 1979) and update ``running_mean``
     and ``running_var`` once per window, as one full-batch forward would
     (``minigrad.nn.set_merge_running_stats``); without ``model`` they update
     per micro-batch (the ghost-batch default, as in PyTorch).
@@ -130,6 +131,13 @@ class GradientAccumulator:
     >>> acc.updates, acc.micro_step
     (2, 0)
     """
+
+    # The keys of state_dict(), checked by load_state_dict without building one
+    # (that would copy every pending gradient and optimizer buffer).
+    _STATE_KEYS = ("accumulation_steps", "max_grad_norm", "micro_step", "updates",
+                   "skipped_windows", "window_loss", "last_grad_norm", "awaiting_step",
+                   "mode", "item_total", "loss_sum", "nonfinite", "pending_grads",
+                   "optimizer", "scheduler", "batchnorm")
 
     def __init__(self, optimizer, accumulation_steps, *, max_grad_norm=None,
                  scheduler=None, model=None):
@@ -375,8 +383,7 @@ class GradientAccumulator:
                 parameters or a gradient's shape differs, or a scheduler /
                 model / BatchNorm layer count does not match.
         """
-        check_state_keys("GradientAccumulator.load_state_dict", state,
-                         self.state_dict().keys())
+        check_state_keys("GradientAccumulator.load_state_dict", state, self._STATE_KEYS)
         if state["accumulation_steps"] != self.accumulation_steps:
             raise ValueError(f"GradientAccumulator.load_state_dict: saved with "
                              f"accumulation_steps={state['accumulation_steps']}, this "

@@ -331,3 +331,14 @@ def test_parity_on_device(device, torch):
     compare_with_torch(torch, lambda x, y: (x * y).exp() / (x + y).sqrt() - (x ** y).log(),
                        lambda x, y: (x * y).exp() / (x + y).sqrt() - (x ** y).log(),
                        [a, b], device=device)
+
+
+def test_relu_of_minus_inf_is_zero_and_of_nan_is_nan(device):
+    y = _tensor([-np.inf, np.nan, 2.0], device).relu()
+    out = y.numpy()
+    assert out[0] == 0.0 and np.isnan(out[1]) and out[2] == 2.0
+
+
+def test_broadcast_to_error_names_broadcast_to():
+    with pytest.raises(ValueError, match="broadcast_to"):
+        minigrad.tensor([1.0]).broadcast_to((2, -3))

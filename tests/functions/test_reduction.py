@@ -178,3 +178,11 @@ def test_max_over_a_nonempty_axis_of_an_empty_tensor_is_empty():
 def test_argmax_bad_axis_names_the_op():
     with pytest.raises(ValueError, match="argmax: axis 3 is out of range"):
         minigrad.tensor([1.0, 2.0]).argmax(axis=3)
+
+
+def test_unbiased_var_of_one_value_is_nan_with_a_nan_gradient():
+    # As in PyTorch: 0 / 0 in forward and in backward, not a Python ZeroDivisionError.
+    x = minigrad.tensor([2.0], dtype=np.float64, requires_grad=True)
+    v = x.var(ddof=1)
+    v.backward()
+    assert np.isnan(v.item()) and np.isnan(x.grad.numpy()).all()

@@ -379,3 +379,8 @@ def test_loaded_pending_gradients_take_the_parameter_dtype():
     acc2.load_state_dict(state)
     for p in model2.parameters():
         assert p.grad.dtype == p.dtype == np.float32
+
+
+def test_the_keys_load_state_dict_checks_are_those_of_state_dict():
+    acc, _ = _acc()
+    assert tuple(acc.state_dict()) == GradientAccumulator._STATE_KEYS
