@@ -5,7 +5,8 @@ PyTorch eager on the same GPU, measured side by side in one process (median
 of repeats, the GPU synchronized before each clock read).
 
 Floors: the GPU path at least 20x faster than the CPU path, and within
-1.5x of PyTorch eager.  Skips, saying why, when no GPU is usable.
+1.5x of PyTorch eager (both reported as ``{"ratio", "floor", "ok"}`` entries,
+which ``run_all.py`` checks).  Skips, saying why, when no GPU is usable.
 
     python benchmarks/bench_gpu.py
 """
@@ -22,6 +23,8 @@ from minigrad.nn import functional as F
 
 WIDTHS = (4096, 4096, 4096, 10)
 BATCH = 1024
+SPEEDUP_FLOOR = 20.0      # minigrad cpu time / minigrad cuda time must be >= this
+TORCH_FLOOR = 1.5         # minigrad cuda time / torch cuda time must be <= this
 
 
 def _mlp(device):
@@ -104,16 +107,18 @@ def run(quick: bool = False) -> dict:
             times[name].append(_time(fn, 1))
     med = {name: statistics.median(t) for name, t in times.items()}
     result = {f"{name} ms": 1e3 * t for name, t in med.items()}
-    result["speedup vs cpu"] = med["minigrad cpu"] / med["minigrad cuda"]
-    if "torch cuda" in med:
-        result["ratio vs torch"] = med["minigrad cuda"] / med["torch cuda"]
+    speedup = med["minigrad cpu"] / med["minigrad cuda"]
+    result["floor_speedup_vs_cpu"] = {"ratio": speedup, "floor": SPEEDUP_FLOOR,
+                                      "ok": speedup >= SPEEDUP_FLOOR}
     print(f"\nGPU training step, MLP {'-'.join(map(str, WIDTHS))}, batch {BATCH}, float32")
     for name, t in med.items():
         print(f"  {name:<14} {1e3 * t:10.2f} ms")
-    print(f"  GPU speed-up over the CPU path: {result['speedup vs cpu']:.1f}x (floor 20x)")
-    if "ratio vs torch" in result:
-        print(f"  minigrad / PyTorch on the GPU:  {result['ratio vs torch']:.2f}x "
-              "(floor 1.5x)")
+    print(f"  GPU speed-up over the CPU path: {speedup:.1f}x (floor {SPEEDUP_FLOOR:g}x)")
+    if "torch cuda" in med:
+        ratio = med["minigrad cuda"] / med["torch cuda"]
+        result["floor_vs_torch"] = {"ratio": ratio, "floor": TORCH_FLOOR,
+                                    "ok": ratio <= TORCH_FLOOR}
+        print(f"  minigrad / PyTorch on the GPU:  {ratio:.2f}x (floor {TORCH_FLOOR:g}x)")
     return result
 
 

@@ -168,8 +168,9 @@ def bytes_of(obj) -> int:
     Module (anything with ``parameters()``: its parameters' data), an
     optimizer (anything with a ``state`` dict: the arrays of its state), or a
     list / tuple / dict of these, searched recursively.  Numbers and other
-    objects count 0.  Arrays reached twice (a tied weight, a view of the same
-    buffer is not detected) are counted once by identity.
+    objects count 0.  An array object reached twice (a tied weight) is counted
+    once; two different arrays viewing one buffer are not detected and are
+    both counted.
 
     Returns:
         The total ``nbytes`` (an int).
@@ -228,12 +229,14 @@ def breakdown(model, optimizer=None) -> dict:
 
 def format_bytes(n: int) -> str:
     """A human-readable size: ``format_bytes(3_500_000) == '3.34 MiB'``."""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
-            return f"{value:.0f} B" if unit == "B" else f"{value:.2f} {unit}"
+    if abs(n) < 1024:
+        return f"{n:.0f} B"
+    value = n / 1024
+    for unit in ("KiB", "MiB"):
+        if abs(value) < 1024:
+            return f"{value:.2f} {unit}"
         value /= 1024
-    return f"{value:.2f} GiB"  # pragma: no cover
+    return f"{value:.2f} GiB"
 
 
 __all__ = ["peak", "bytes_of", "grad_bytes", "breakdown", "format_bytes"]

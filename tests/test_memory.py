@@ -147,5 +147,6 @@ def test_bytes_of_module_grads_and_optimizer_state():
 
 def test_format_bytes():
     assert memory.format_bytes(512) == "512 B"
+    assert memory.format_bytes(1024) == "1.00 KiB"
     assert memory.format_bytes(3_500_000) == "3.34 MiB"
     assert memory.format_bytes(2 * 1024 ** 3) == "2.00 GiB"

@@ -329,7 +329,8 @@ def run_accumulated(model, optimizer, windows: Sequence[Window], loss_fn, *,
             accumulator.backward(loss, num_items=num_items if weighting == "items" else None)
             stepped = accumulator.step()
         if not stepped:
-            raise RuntimeError("GradientAccumulator did not step at the end of a window")
+            raise RuntimeError("GradientAccumulator did not step at the end of a window "
+                               "(it skips a window with a non-finite loss or gradient)")
         run.losses.append(float(accumulator.window_loss))
         run.params.append(snapshot(parameters))
     return run

@@ -42,11 +42,12 @@ def plot_summary(results: list[CaseResult], ax) -> None:
 def plot_per_update(results: list[CaseResult], axes) -> None:
     """Relative gradient difference at each update (log scale): cases expected to be
     equal on the first axis, cases expected to differ on the second."""
+    plt, _ = _pyplot()
     groups = ([r for r in results if r.expected == EQUAL],
               [r for r in results if r.expected != EQUAL])
     titles = ("expected equal: rounding only", "expected to differ")
     for ax, group, title in zip(axes, groups, titles):
-        colors = iter(_pyplot()[0].cm.tab20(np.linspace(0, 1, max(len(group), 1))))
+        colors = iter(plt.cm.tab20(np.linspace(0, 1, max(len(group), 1))))
         for r in group:
             if len(r.grad_rel_per_update):
                 values = np.maximum(r.grad_rel_per_update, 1e-18)

@@ -15,7 +15,7 @@ import numpy as np
 
 from .char_lm import case_char_lm
 from .cnn_mnist import case_cnn_mnist
-from .common import EQUAL, CaseResult, DIFFERS_THRESHOLD, equal_tolerance
+from .common import DIFFERS, DIFFERS_THRESHOLD, EQUAL, CaseResult, equal_tolerance
 from .mlp_digits import case_mlp_digits
 from .norm_layers import case_batchnorm, case_dropout, case_merged_running_stats, case_norm_layer
 from .normalization import case_forgot_to_divide, case_unequal_micro_batches
@@ -40,7 +40,7 @@ def verification_cases(quick: bool = False) -> list[Case]:
     u = 3 if quick else 20        # MLP updates
     u_lm = 2 if quick else 10     # language-model updates
     u_cnn = 2 if quick else 5     # CNN updates
-    eq, diff = "equal", "differs"
+    eq, diff = EQUAL, DIFFERS
     mlp = case_mlp_digits
     return [
         Case("mlp 32=8x4 sgd", eq, mlp, dict(batch_size=32, accumulation_steps=8,

@@ -90,7 +90,7 @@ def _classification_task(name, X, y, n_test, make_model, device, dtype) -> Task:
                 cross_entropy_loss(device, dtype), evaluate, "accuracy")
 
 
-def _shakespeare_task(device, dtype, train_sequences=TRAIN_SIZES["shakespeare"],
+def _shakespeare_task(device, train_sequences=TRAIN_SIZES["shakespeare"],
                       test_sequences=256) -> Task:
     tokenizer, ids = shakespeare_ids()
     cut = int(0.9 * len(ids))
@@ -113,6 +113,9 @@ def _shakespeare_task(device, dtype, train_sequences=TRAIN_SIZES["shakespeare"],
 def load_task(dataset: str, *, device: str = "cpu", dtype=np.float32) -> Task:
     """The :class:`Task` of ``dataset`` (one of :data:`DATASETS`).
 
+    ``dtype`` is the floating dtype the images are fed in (digits, mnist);
+    shakespeare's inputs are integer ids, whatever ``dtype``.
+
     Raises:
         ValueError: for an unknown data set name.
     """
@@ -127,7 +130,7 @@ def load_task(dataset: str, *, device: str = "cpu", dtype=np.float32) -> Task:
         return _classification_task("mnist", X, y, len(X) - TRAIN_SIZES["mnist"], make,
                                     device, dtype)
     if dataset == "shakespeare":
-        return _shakespeare_task(device, dtype)
+        return _shakespeare_task(device)
     raise ValueError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
 
 
