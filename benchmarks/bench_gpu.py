@@ -7,6 +7,9 @@ of repeats, the GPU synchronized before each clock read).
 Floors: the GPU path at least 20x faster than the CPU path, and within
 1.5x of PyTorch eager (both reported as ``{"ratio", "floor", "ok"}`` entries,
 which ``run_all.py`` checks).  Skips, saying why, when no GPU is usable.
+The CPU path uses every BLAS thread the machine offers (``run_all.py`` does
+not limit this benchmark to one thread), so the speed-up is against the CPU
+at its best.
 
     python benchmarks/bench_gpu.py
 """

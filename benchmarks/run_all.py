@@ -35,6 +35,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 RESULTS = os.path.join(HERE, "results", "results.json")
 ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+# Benchmarks that compare against the CPU at its best, with every BLAS thread:
+# bench_gpu's "GPU over CPU" speed-up would be flattered by a one-thread CPU.
+ALL_THREADS = {"bench_gpu"}
 
 
 def discover() -> list:
@@ -66,8 +69,9 @@ def run_child(name: str, quick: bool, out_path: str) -> None:
 def run_module(name: str, quick: bool) -> dict:
     """Run one benchmark in a subprocess; its tables go straight to our stdout."""
     env = dict(os.environ)
-    for key, value in ONE_THREAD.items():
-        env.setdefault(key, value)
+    if name not in ALL_THREADS:
+        for key, value in ONE_THREAD.items():
+            env.setdefault(key, value)
     fd, out_path = tempfile.mkstemp(suffix=".json", prefix=f"{name}-")
     os.close(fd)
     command = [sys.executable, os.path.abspath(__file__), "--child", name, "--out", out_path]
