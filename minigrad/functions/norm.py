@@ -55,6 +55,15 @@ def channel_shape(x):
     return (1, x.shape[1]) + (1,) * (x.ndim - 2)
 
 
+
+def _channel_affine(fn, x, weight, bias):
+    """γ·x̂ + β with per-channel γ, β of shape (C,) (x̂ alone without them);
+    keeps γ, reshaped to broadcast over (N, C, *), on ``fn`` for backward."""
+    if weight is None:
+        return fn.xhat
+    fn.weight = weight.reshape(channel_shape(x))
+    return fn.xhat * fn.weight + bias.reshape(channel_shape(x))
+
 class BatchNormTrain(Function):
     """Batch normalization with the batch's own statistics, x of shape (N, C, *).
 
@@ -73,10 +82,7 @@ class BatchNormTrain(Function):
         self.inv_std = 1.0 / xp.sqrt(var + self.eps)
         self.xhat = (x - mean) * self.inv_std
         self.batch_mean, self.batch_var = mean.reshape(-1), var.reshape(-1)
-        if weight is None:
-            return self.xhat
-        self.weight = weight.reshape(channel_shape(x))
-        return self.xhat * self.weight + bias.reshape(channel_shape(x))
+        return _channel_affine(self, x, weight, bias)
 
     def backward(self, g):
         needs = self.needs_input_grad
@@ -103,10 +109,7 @@ class BatchNormEval(Function):
         self.axes = (0,) + tuple(range(2, x.ndim))
         self.inv_std = (1.0 / xp.sqrt(self.var + self.eps)).reshape(shape).astype(x.dtype)
         self.xhat = (x - self.mean.reshape(shape).astype(x.dtype)) * self.inv_std
-        if weight is None:
-            return self.xhat
-        self.weight = weight.reshape(shape)
-        return self.xhat * self.weight + bias.reshape(shape)
+        return _channel_affine(self, x, weight, bias)
 
     def backward(self, g):
         needs = self.needs_input_grad
@@ -162,10 +165,7 @@ class GroupNorm(Function):
         mean, var = moments(grouped, (2,))
         self.inv_std = 1.0 / xp.sqrt(var + self.eps)            # (N, G, 1)
         self.xhat = ((grouped - mean) * self.inv_std).reshape(x.shape)
-        if weight is None:
-            return self.xhat
-        self.weight = weight.reshape(channel_shape(x))
-        return self.xhat * self.weight + bias.reshape(channel_shape(x))
+        return _channel_affine(self, x, weight, bias)
 
     def backward(self, g):
         needs = self.needs_input_grad

@@ -10,17 +10,22 @@ from ..backend import get_array_module, scatter_add
 from .reduction import normalize_axis
 
 
+def _check_sizes(name, shape, minus_one_means):
+    """Sizes must be ints >= 0, or -1 (NumPy would read any negative size as -1)."""
+    for n in shape:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise TypeError(f"{name}: shape must be ints, got {shape}")
+        if n < -1:
+            raise ValueError(f"{name}: invalid size {n} in shape {shape}; sizes must be "
+                             f">= 0, or {minus_one_means}")
+
+
 class Reshape(Function):
     def __init__(self, shape):
         self.shape = tuple(shape)
 
     def forward(self, a):
-        for n in self.shape:
-            if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-                raise TypeError(f"reshape: shape must be ints, got {self.shape}")
-            if n < -1:      # NumPy would read any negative size as -1
-                raise ValueError(f"reshape: invalid size {n} in shape {self.shape}; sizes "
-                                 "must be >= 0, or -1 for one inferred size")
+        _check_sizes("reshape", self.shape, "-1 for one inferred size")
         self.in_shape = a.shape
         try:
             return a.reshape(self.shape)
@@ -59,12 +64,7 @@ class BroadcastTo(Function):
         self.shape = tuple(shape)
 
     def forward(self, a):
-        for n in self.shape:
-            if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-                raise TypeError(f"broadcast_to: shape must be ints, got {self.shape}")
-            if n < -1:      # NumPy would read any negative size as -1
-                raise ValueError(f"broadcast_to: invalid size {n} in shape {self.shape}; "
-                                 "sizes must be >= 0, or -1 to keep an axis's size")
+        _check_sizes("broadcast_to", self.shape, "-1 to keep an axis's size")
         self.in_shape = a.shape
         try:
             return get_array_module(a).broadcast_to(a, self.shape)
