@@ -114,3 +114,16 @@ def test_every_chapter_exercise_has_its_anchor_and_heading():
                 assert heading.startswith(f"### Exercise {m.group(1)} — "), (
                     f"{_name(path)}:{i + 1}: anchor exercise-{m.group(1)} is followed by "
                     f"{heading!r}, expected '### Exercise {m.group(1)} — <title>'")
+
+
+def test_core_path_line_counts_match_the_source():
+    """The syllabus's line counts are measured, not guessed: each stays within
+    25 % (and 5 lines) of the real size of the functions it names."""
+    from .markdown import definition_lines, stated_line_counts
+    rows = list(stated_line_counts((ROOT / "chapters" / "README.md").read_text(encoding="utf-8")))
+    assert len(rows) >= 10, "the core path table of chapters/README.md was not found"
+    for row, refs, stated in rows:
+        actual = sum(definition_lines(ROOT / path, name) for path, name in refs)
+        assert abs(actual - stated) <= max(5, 0.25 * actual), (
+            f"chapters/README.md says {stated} lines for {refs}; the source has {actual} "
+            f"now: update the row")
