@@ -88,7 +88,7 @@ def bias_correction_figure(path):
     ax.plot(t, corrected, label="with bias correction (Adam)")
     ax.set_xlabel("update t")
     ax.set_ylabel("step size (lr = 0.1, constant gradient)")
-    ax.set_title("Without correction the early steps are up to 3.2× too large")
+    ax.set_title("Without correction the early steps are 3 to 6.6 times too large")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -212,13 +212,69 @@ def _generated(relative: str) -> bool:
     return done.returncode == 0
 
 
+_PUBLIC = re.compile(r"^(minigrad|nn|optim|F|lr_scheduler)((?:\.\w+)+)(\(.*\))?$")
+_PREFIXES = {"minigrad": "minigrad", "nn": "minigrad.nn", "optim": "minigrad.optim",
+             "F": "minigrad.nn.functional", "lr_scheduler": "minigrad.optim.lr_scheduler"}
+_METHOD = re.compile(r"^(_?[A-Z]\w*)\.(\w+)(\(.*\))?$")
+
+
+def _all_defined_names() -> set[str]:
+    """``Class.member`` for every class of the package (methods and class attributes)."""
+    names = set()
+    for source in (ROOT / "minigrad").rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                for child in node.body:
+                    if isinstance(child, (ast.FunctionDef, ast.ClassDef)):
+                        names.add(f"{node.name}.{child.name}")
+                    elif isinstance(child, ast.Assign):
+                        names.update(f"{node.name}.{t.id}" for t in child.targets
+                                     if isinstance(t, ast.Name))
+                for sub in ast.walk(node):          # self.x = ... in any method
+                    if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store) \
+                            and isinstance(sub.value, ast.Name) and sub.value.id == "self":
+                        names.add(f"{node.name}.{sub.attr}")
+    return names
+
+
+def _public_name_exists(prefix: str, dotted: str) -> bool:
+    """``minigrad.optim.SGD``, ``nn.Linear``, ``F.cross_entropy``: import and getattr."""
+    import importlib
+    module_name = _PREFIXES[prefix]
+    obj = importlib.import_module(module_name)
+    for part in dotted.strip(".").split("."):
+        if not hasattr(obj, part):
+            try:                                 # a submodule not imported by its package
+                obj = importlib.import_module(f"{module_name}.{part}")
+            except ImportError:
+                return False
+        else:
+            obj = getattr(obj, part)
+        module_name = f"{module_name}.{part}"
+    return True
+
+
 def broken_references(path: Path) -> list[str]:
-    """Code spans naming a repository path that does not exist, or a
-    ``path.py::Name`` that the file does not define."""
+    """Code spans naming a repository path that does not exist, a
+    ``path.py::Name`` that the file does not define, a public name
+    (``minigrad.x``, ``nn.X``, ``optim.X``, ``F.x``) that does not import, or a
+    ``Class.method`` that no class of the package defines."""
     text = strip_code(document_text(path))
     problems = []
+    methods = None
     for m in _CODE_SPAN.finditer(text):
         span = m.group(1).strip()
+        public = _PUBLIC.match(span)
+        if public and not _public_name_exists(public.group(1), public.group(2)):
+            problems.append(f"`{span}`: {public.group(1)}{public.group(2)} does not exist")
+            continue
+        method = _METHOD.match(span)
+        if method and not public:
+            methods = _all_defined_names() if methods is None else methods
+            if f"{method.group(1)}.{method.group(2)}" not in methods:
+                problems.append(f"`{span}`: no class {method.group(1)} with "
+                                f"{method.group(2)} in minigrad/")
+            continue
         file_part, sep, name = span.partition("::")
         if not _PATH.match(file_part):
             continue

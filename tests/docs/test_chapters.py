@@ -87,7 +87,13 @@ def test_python_blocks_run_and_show_their_numbers(path, monkeypatch):
 def test_quoted_code_appears_in_its_source(path, block):
     source = ROOT / block.options["source"]
     assert source.exists(), f"{_name(path)}:{block.line}: {source} does not exist"
-    assert quote_found(block.text, source.read_text(encoding="utf-8")), (
+    text = source.read_text(encoding="utf-8")
+    if not quote_found(block.text, text) and 'NotImplementedError("Exercise' in text:
+        # The student copy: the quoted lines are an exercise's solution, blanked
+        # in this copy's source until the student writes them.
+        pytest.skip(f"{block.options['source']} holds exercise stubs; the quoted "
+                    "solution is for the student to write")
+    assert quote_found(block.text, text), (
         f"{_name(path)}, line {block.line}: the quoted code is not (any more) in "
         f"{block.options['source']}; quote it as it is there:\n{block.text}")
 

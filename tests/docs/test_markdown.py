@@ -41,3 +41,22 @@ def test_blocks_read_info_strings():
     found = blocks("text\n```python source=minigrad/x.py\ncode\n```\n```text\n1\n```\n")
     assert [b.lang for b in found] == ["python", "text"]
     assert found[0].options == {"source": "minigrad/x.py"} and found[0].text == "code\n"
+
+
+def test_references_and_links_are_resolved(tmp_path):
+    from .markdown import ROOT, broken_links, broken_references
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "`minigrad/autograd.py` `minigrad/autograd.py::unbroadcast` `Mul.backward` "
+        "`nn.Linear(3, 4)` `minigrad.experiments.suite` `F.cross_entropy` `x.grad`\n"
+        "`minigrad/nowhere.py` `minigrad/autograd.py::nowhere` `Mul.nowhere` "
+        "`optim.Nowhere` `benchmarks/results/results.json`\n"
+        f"[ok]({ROOT / 'chapters' / '01_autograd.md'}#exercise-1.2) "
+        f"[missing anchor]({ROOT / 'chapters' / '01_autograd.md'}#nowhere) "
+        "[missing file](nowhere.md) [web](https://example.org) [self](#top)\n# Top\n")
+    problems = broken_references(doc)
+    assert len(problems) == 4, problems
+    assert all(any(bad in p for p in problems) for bad in
+               ("nowhere.py", "::nowhere", "Mul.nowhere", "optim.Nowhere"))
+    links = broken_links(doc)
+    assert len(links) == 2 and "nowhere" in links[0] and "nowhere.md" in links[1], links
