@@ -156,11 +156,52 @@ def schedules_figure(path):
     plt.close(fig)
 
 
+def cross_entropy_figure(path):
+    """Loss and gradient of cross-entropy in the correct class's logit z
+    (9 other logits at 0), computed by minigrad."""
+    import minigrad.nn.functional as F
+    zs = np.linspace(-6, 10, 161)
+    logits = np.zeros((len(zs), 10))
+    logits[:, 3] = zs
+    z = minigrad.tensor(logits, requires_grad=True)
+    F.cross_entropy(z, minigrad.tensor(np.full(len(zs), 3)), reduction="sum").backward()
+    losses = F.cross_entropy(minigrad.tensor(logits), minigrad.tensor(np.full(len(zs), 3)),
+                             reduction="none").numpy()
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    ax.plot(zs, losses, label="loss −log p_y")
+    ax.plot(zs, z.grad.numpy()[:, 3], label="∂loss/∂z_y = p_y − 1")
+    ax.plot(zs, z.grad.numpy()[:, 0], label="∂loss/∂z_j = p_j (another class)")
+    ax.axhline(0, color="0.7", lw=0.8)
+    ax.set_xlabel("logit z_y of the correct class (the 9 others are 0)")
+    ax.set_title("Cross-entropy: the gradient fades as the answer becomes sure")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def digits_figure(path):
+    """Twelve of the bundled digits with their labels."""
+    from minigrad.data import load_digits
+    X, y = load_digits()
+    fig, axes = plt.subplots(2, 6, figsize=(6, 2.4))
+    for ax, image, label in zip(axes.ravel(), X[:12], y[:12]):
+        ax.imshow(image.reshape(8, 8), cmap="gray_r")
+        ax.set_title(str(label), fontsize=9)
+        ax.axis("off")
+    fig.suptitle("load_digits(): 1,797 images of 8×8 pixels, 10 classes", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     minigrad.set_default_dtype(np.float64)
     graph_figure(OUT / "01_graph.png")
     finite_difference_figure(OUT / "01_finite_differences.png")
+    cross_entropy_figure(OUT / "02_cross_entropy.png")
+    digits_figure(OUT / "02_digits.png")
     bias_correction_figure(OUT / "03_bias_correction.png")
     adam_vs_sgd_figure(OUT / "03_adam_vs_sgd.png")
     schedules_figure(OUT / "03_schedules.png")
