@@ -329,24 +329,3 @@ def _arrow_statements(code: str):
         m = re.search(r"#\s*->\s*(.*)$", last)
         yield stmt, src, (m.group(1).strip() if m else None)
 
-
-# ---------------------------------------------------------------- stated line counts
-
-def definition_lines(source_path: Path, name: str) -> int:
-    """Lines of the class, function or method ``name`` (dotted) in a file."""
-    tree = ast.parse(source_path.read_text(encoding="utf-8"))
-    node = tree
-    for part in name.split("."):
-        node = next(c for c in ast.iter_child_nodes(node)
-                    if isinstance(c, (ast.FunctionDef, ast.ClassDef)) and c.name == part)
-    return node.end_lineno - node.lineno + 1
-
-
-def stated_line_counts(markdown: str):
-    """Table rows that name ``path::Name`` spans and end with a line count:
-    yield (row, [(path, name), ...], stated count)."""
-    for line in markdown.splitlines():
-        m = re.search(r"\|\s*(\d+)\s*\|\s*$", line)
-        refs = re.findall(r"`([\w/.]+\.py)::([\w.]+)`", line)
-        if m and refs:
-            yield line, refs, int(m.group(1))

@@ -122,14 +122,26 @@ def test_every_chapter_exercise_has_its_anchor_and_heading():
                     f"{heading!r}, expected '### Exercise {m.group(1)} — <title>'")
 
 
+
+def _load_core_path_tool():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("core_path", ROOT / "tools" / "core_path.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_core_path_line_counts_match_the_source():
     """The syllabus's line counts are measured, not guessed: each stays within
     25 % (and 5 lines) of the real size of the functions it names."""
-    from .markdown import definition_lines, stated_line_counts
-    rows = list(stated_line_counts((ROOT / "chapters" / "README.md").read_text(encoding="utf-8")))
+    tool = _load_core_path_tool()
+    _, rows = tool.measure((ROOT / "chapters" / "README.md").read_text(encoding="utf-8"))
     assert len(rows) >= 10, "the core path table of chapters/README.md was not found"
-    for row, refs, stated in rows:
-        actual = sum(definition_lines(ROOT / path, name) for path, name in refs)
-        assert abs(actual - stated) <= max(5, 0.25 * actual), (
-            f"chapters/README.md says {stated} lines for {refs}; the source has {actual} "
-            f"now: update the row")
+    stale = [(names, old, new) for names, old, new in rows
+             if abs(new - old) > max(5, 0.25 * new)]
+    if stale and any('NotImplementedError("Exercise' in p.read_text(encoding="utf-8")
+                     for p in (ROOT / "minigrad").rglob("*.py")):
+        pytest.skip("the student copy: exercise stubs change the functions' lengths")
+    assert not stale, (f"chapters/README.md's core path counts are out of date "
+                       f"(names, stated, measured): {stale}; run "
+                       f"`.venv/bin/python tools/core_path.py` to rewrite them")
