@@ -206,10 +206,22 @@ def _defined_names(source_path: Path) -> set[str]:
 
 
 def _generated(relative: str) -> bool:
-    """True for a path git ignores (an output such as benchmarks/results/...)."""
+    """True for a path git ignores (an output such as benchmarks/results/...).
+
+    Asks git; outside a git checkout (an exported copy) reads .gitignore."""
+    import fnmatch
     import subprocess
-    done = subprocess.run(["git", "check-ignore", "-q", relative], cwd=ROOT)
-    return done.returncode == 0
+    done = subprocess.run(["git", "check-ignore", "-q", relative], cwd=ROOT,
+                          capture_output=True)
+    if done.returncode in (0, 1):
+        return done.returncode == 0
+    ignore = ROOT / ".gitignore"
+    patterns = [line.strip().rstrip("/") for line in
+                (ignore.read_text().splitlines() if ignore.exists() else [])
+                if line.strip() and not line.startswith("#")]
+    parts = relative.split("/")
+    prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    return any(fnmatch.fnmatch(p, pattern) for p in prefixes for pattern in patterns)
 
 
 _PUBLIC = re.compile(r"^(minigrad|nn|optim|F|lr_scheduler)((?:\.\w+)+)(\(.*\))?$")
@@ -219,11 +231,13 @@ _METHOD = re.compile(r"^(_?[A-Z]\w*)\.(\w+)(\(.*\))?$")
 
 
 def _all_defined_names() -> set[str]:
-    """``Class.member`` for every class of the package (methods and class attributes)."""
+    """``Class.member`` for every class of the package (methods, class and
+    instance attributes), and ``Class`` itself."""
     names = set()
     for source in (ROOT / "minigrad").rglob("*.py"):
         for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef):
+                names.add(node.name)
                 for child in node.body:
                     if isinstance(child, (ast.FunctionDef, ast.ClassDef)):
                         names.add(f"{node.name}.{child.name}")
@@ -258,7 +272,7 @@ def broken_references(path: Path) -> list[str]:
     """Code spans naming a repository path that does not exist, a
     ``path.py::Name`` that the file does not define, a public name
     (``minigrad.x``, ``nn.X``, ``optim.X``, ``F.x``) that does not import, or a
-    ``Class.method`` that no class of the package defines."""
+    ``Class.member`` of a minigrad class that does not define it."""
     text = strip_code(document_text(path))
     problems = []
     methods = None
@@ -271,7 +285,9 @@ def broken_references(path: Path) -> list[str]:
         method = _METHOD.match(span)
         if method and not public:
             methods = _all_defined_names() if methods is None else methods
-            if f"{method.group(1)}.{method.group(2)}" not in methods:
+            # A class minigrad does not define (PyTorch's, say) is not checked.
+            if method.group(1) in methods and \
+                    f"{method.group(1)}.{method.group(2)}" not in methods:
                 problems.append(f"`{span}`: no class {method.group(1)} with "
                                 f"{method.group(2)} in minigrad/")
             continue

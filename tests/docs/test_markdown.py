@@ -48,7 +48,8 @@ def test_references_and_links_are_resolved(tmp_path):
     doc = tmp_path / "doc.md"
     doc.write_text(
         "`minigrad/autograd.py` `minigrad/autograd.py::unbroadcast` `Mul.backward` "
-        "`nn.Linear(3, 4)` `minigrad.experiments.suite` `F.cross_entropy` `x.grad`\n"
+        "`nn.Linear(3, 4)` `minigrad.experiments.suite` `F.cross_entropy` `x.grad` "
+        "`DistributedDataParallel.no_sync()`\n"
         "`minigrad/nowhere.py` `minigrad/autograd.py::nowhere` `Mul.nowhere` "
         "`optim.Nowhere` `benchmarks/results/results.json`\n"
         f"[ok]({ROOT / 'chapters' / '01_autograd.md'}#exercise-1.2) "
