@@ -33,9 +33,12 @@ import minigrad.nn as nn
 import minigrad.optim as optim
 from minigrad.data import load_digits, load_mnist_test
 
-from .common import (DIFFERS, EQUAL, CaseResult, GradientRecorder, Run, build_model,
+from .cnn_mnist import make_cnn
+from .common import (DIFFERS, DIFFERS_THRESHOLD, EQUAL, CaseResult, GradientRecorder, Run, build_model,
                      classification_windows, compare_runs, copy_parameters, cross_entropy_loss,
                      equal_tolerance, run_full_batch, snapshot)
+from .mlp_digits import OPTIMIZERS as DIGITS_OPTIMIZERS
+from .norm_layers import make_norm_mlp
 
 #: Optimizers of these cases: SGD with momentum and AdamW (decoupled weight decay).
 OPTIMIZERS = {
@@ -155,45 +158,84 @@ def case_exact_batchnorm(model: str = "mlp1", *, optimizer: str = "sgd-momentum"
                          f"{sorted(OPTIMIZERS)}, got {optimizer!r}")
     if mode not in ("exact", "plain"):
         raise ValueError(f"case_exact_batchnorm: mode must be 'exact' or 'plain', got {mode!r}")
-    start = time.perf_counter()
     if micro_sizes is None:
         if batch_size % accumulation_steps:
             raise ValueError(f"batch_size {batch_size} is not a multiple of "
                              f"accumulation_steps {accumulation_steps}")
         micro_sizes = [batch_size // accumulation_steps] * accumulation_steps
     micro_sizes = [int(n) for n in micro_sizes]
-    make, _, n_layers = MODELS[model]
-    windows = _windows(model, batch_size, micro_sizes, updates, seed)
-    loss_fn = cross_entropy_loss(device, dtype)
-    accumulated = build_model(make, seed=seed, device=device, dtype=dtype)
-    reference = build_model(make, seed=seed, device=device, dtype=dtype)
-    copy_parameters(accumulated, reference)
+    make, load, n_layers = MODELS[model]
+    label = {"mlp1": "mlp BatchNorm1d", "mlp2": "mlp 2xBatchNorm1d",
+             "cnn": "cnn-mnist BatchNorm2d"}[model]
+    k = len(micro_sizes)
+    shape = f"{batch_size}={k}x{micro_sizes[0]}" if len(set(micro_sizes)) == 1 else \
+        f"{batch_size}={'+'.join(map(str, micro_sizes))}"
+    return compare_exact(
+        name=f"{label} {mode} {shape} {optimizer}", make_model=make,
+        make_optimizer=OPTIMIZERS[optimizer], data=load(), batch_size=batch_size,
+        micro_sizes=micro_sizes, mode=mode, updates=updates, device=device, dtype=dtype,
+        seed=seed, layers=n_layers,
+        description=f"{label}, {updates} {optimizer} updates: full batch vs "
+                    f"{'exact multi-pass' if mode == 'exact' else 'plain'} accumulation; "
+                    "params include the running statistics")
 
-    full = _record_tracked(reference, OPTIMIZERS[optimizer], windows, loss_fn)
-    extras = {"layers": n_layers, "micro_sizes": micro_sizes}
+
+def case_batchnorm_exact(model: str = "mlp", *, updates: int = 20, device: str = "cpu",
+                         dtype=np.float64, seed: int = 0) -> CaseResult:
+    """The "BatchNorm train" rows of ``verify`` made exact (expected: equal).
+
+    The same models, data, optimizer and windows as
+    :func:`~minigrad.experiments.norm_layers.case_batchnorm` (``model="mlp"``:
+    BatchNorm1d MLP on digits, 128 = 8 x 16, SGD lr 0.1) and
+    :func:`~minigrad.experiments.cnn_mnist.case_cnn_mnist` (``model="cnn"``:
+    BatchNorm2d CNN on MNIST, 32 = 4 x 8, SGD lr 0.05), whose plain accumulation
+    differs from the full batch; here every window goes through
+    :func:`~minigrad.nn.exact_batchnorm_backward`.
+    """
+    if model == "mlp":
+        setting = (lambda: make_norm_mlp("batch"), DIGITS_OPTIMIZERS["sgd"], load_digits,
+                   128, 8, "BatchNorm train exact (multi-pass) 128=8x16")
+    elif model == "cnn":
+        setting = (make_cnn, lambda params: optim.SGD(params, lr=0.05), load_mnist_test,
+                   32, 4, "cnn-mnist BatchNorm2d train exact (multi-pass) 32=4x8")
+    else:
+        raise ValueError(f"case_batchnorm_exact: model must be 'mlp' or 'cnn', got {model!r}")
+    make, make_optimizer, load, batch_size, k, name = setting
+    return compare_exact(name=name, make_model=make, make_optimizer=make_optimizer,
+                         data=load(), batch_size=batch_size, micro_sizes=[batch_size // k] * k,
+                         mode="exact", updates=updates, device=device, dtype=dtype, seed=seed,
+                         layers=1, description="the BatchNorm train case, every window through "
+                         "exact_batchnorm_backward; params include the running statistics")
+
+
+def compare_exact(*, name, make_model, make_optimizer, data, batch_size, micro_sizes, mode,
+                  updates, device, dtype, seed, layers, description="") -> CaseResult:
+    """Train full-batch and accumulated (``mode`` "exact" or "plain") from the same
+    initial parameters on ``data = (X, y)``; compare gradients, parameters and
+    running statistics at every update."""
+    start = time.perf_counter()
+    windows = classification_windows(*data, batch_size=batch_size, micro_sizes=micro_sizes,
+                                     updates=updates, seed=seed)
+    loss_fn = cross_entropy_loss(device, dtype)
+    accumulated = build_model(make_model, seed=seed, device=device, dtype=dtype)
+    reference = build_model(make_model, seed=seed, device=device, dtype=dtype)
+    copy_parameters(accumulated, reference)
+    full = _record_tracked(reference, make_optimizer, windows, loss_fn)
+    extras = {"layers": layers, "micro_sizes": list(micro_sizes)}
+    note = ""
     if mode == "exact":
-        run, passes = run_exact(accumulated, OPTIMIZERS[optimizer](accumulated.parameters()),
+        run, passes = run_exact(accumulated, make_optimizer(accumulated.parameters()),
                                 windows, loss_fn)
         extras.update(forward_passes=passes[0].forward_passes,
                       backward_passes=passes[0].backward_passes)
         note = f"{passes[0].forward_passes:g} fwd + {passes[0].backward_passes:g} bwd passes"
     else:
-        run = run_plain(accumulated, OPTIMIZERS[optimizer](accumulated.parameters()),
-                        windows, loss_fn)
-        note = ""
-    k = len(micro_sizes)
-    shape = f"{batch_size}={k}x{micro_sizes[0]}" if len(set(micro_sizes)) == 1 else \
-        f"{batch_size}={'+'.join(map(str, micro_sizes))}"
-    label = {"mlp1": "mlp BatchNorm1d", "mlp2": "mlp 2xBatchNorm1d",
-             "cnn": "cnn-mnist BatchNorm2d"}[model]
+        run = run_plain(accumulated, make_optimizer(accumulated.parameters()), windows, loss_fn)
     result = CaseResult(
-        name=f"{label} {mode} {shape} {optimizer}", expected=EQUAL if mode == "exact" else DIFFERS,
-        tolerance=equal_tolerance(dtype) if mode == "exact" else 1e-3,
-        description=f"{label}, {updates} {optimizer} updates: full batch vs "
-                    f"{'exact multi-pass' if mode == 'exact' else 'plain'} accumulation; "
-                    "params include the running statistics",
-        note=note, device=device, dtype=np.dtype(dtype).name, extras=extras,
-        **compare_runs(run, full, _tracked_names(accumulated)))
+        name=name, expected=EQUAL if mode == "exact" else DIFFERS,
+        tolerance=equal_tolerance(dtype) if mode == "exact" else DIFFERS_THRESHOLD,
+        description=description, note=note, device=device, dtype=np.dtype(dtype).name,
+        extras=extras, **compare_runs(run, full, _tracked_names(accumulated)))
     result.seconds = time.perf_counter() - start
     return result
 

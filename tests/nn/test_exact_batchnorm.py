@@ -13,7 +13,7 @@ import minigrad
 from minigrad import nn, optim
 from minigrad.autograd import Function
 from minigrad.checkpointing import checkpoint_sequential
-from minigrad.experiments.exact_batchnorm import case_exact_batchnorm
+from minigrad.experiments.exact_batchnorm import case_batchnorm_exact, case_exact_batchnorm
 from minigrad.testing import max_rel_diff
 
 EXACT = 1e-12
@@ -46,6 +46,13 @@ def test_the_default_mode_still_differs(model):
     r = case_exact_batchnorm(model, mode="plain", batch_size=32, accumulation_steps=4,
                              updates=3)
     assert r.grad_rel_diff > 1e-2 and r.passed
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_verify_rows_are_exact(model):
+    r = case_batchnorm_exact(model, updates=3)
+    assert r.passed and r.grad_rel_diff <= EXACT and r.param_rel_diff <= EXACT
+    assert "exact (multi-pass)" in r.name
 
 
 # ------------------------------------------------------------- small set-ups
