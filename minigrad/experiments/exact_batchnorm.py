@@ -194,10 +194,10 @@ def case_batchnorm_exact(model: str = "mlp", *, updates: int = 20, device: str =
     """
     if model == "mlp":
         setting = (lambda: make_norm_mlp("batch"), DIGITS_OPTIMIZERS["sgd"], load_digits,
-                   128, 8, "BatchNorm train exact (multi-pass) 128=8x16")
+                   128, 8, "BatchNorm train exact (multi-pass)")
     elif model == "cnn":
         setting = (make_cnn, lambda params: optim.SGD(params, lr=0.05), load_mnist_test,
-                   32, 4, "cnn-mnist BatchNorm2d train exact (multi-pass) 32=4x8")
+                   32, 4, "cnn-mnist BN train exact (multi-pass)")
     else:
         raise ValueError(f"case_batchnorm_exact: model must be 'mlp' or 'cnn', got {model!r}")
     make, make_optimizer, load, batch_size, k, name = setting
