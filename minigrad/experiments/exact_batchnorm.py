@@ -11,7 +11,8 @@ statistics after the update (the "param" columns).
 
 Models (``model=``):
 
-* ``"mlp1"``: ``Linear(64, 32) -> BatchNorm1d -> Tanh -> Linear(32, 10)`` on digits;
+* ``"mlp1"``: ``Linear(64, 32) -> BatchNorm1d -> Tanh -> Linear(32, 10)`` on
+  digits;
 * ``"mlp2"``: ``Linear(64, 32) -> BatchNorm1d -> Tanh -> Linear(32, 16) ->
   BatchNorm1d -> Tanh -> Linear(16, 10)`` on digits;
 * ``"cnn"``: ``Conv2d(1, 4, 3) -> BatchNorm2d -> ReLU -> MaxPool2d -> Linear`` on MNIST.
@@ -34,9 +35,9 @@ import minigrad.optim as optim
 from minigrad.data import load_digits, load_mnist_test
 
 from .cnn_mnist import make_cnn
-from .common import (DIFFERS, DIFFERS_THRESHOLD, EQUAL, CaseResult, GradientRecorder, Run, build_model,
-                     classification_windows, compare_runs, copy_parameters, cross_entropy_loss,
-                     equal_tolerance, run_full_batch, snapshot)
+from .common import (DIFFERS, DIFFERS_THRESHOLD, EQUAL, CaseResult, GradientRecorder, Run,
+                     build_model, classification_windows, compare_runs, copy_parameters,
+                     cross_entropy_loss, equal_tolerance, run_full_batch, snapshot)
 from .mlp_digits import OPTIMIZERS as DIGITS_OPTIMIZERS
 from .norm_layers import make_norm_mlp
 
@@ -121,12 +122,6 @@ def _run_windows(model, optimizer, windows, loss_fn, *, exact):
         run.losses.append(float(accumulator.window_loss))
         run.params.append(snapshot(_tracked(model)))
     return run, passes
-
-
-def _windows(model_name, batch_size, micro_sizes, updates, seed):
-    X, y = MODELS[model_name][1]()
-    return classification_windows(X, y, batch_size=batch_size, micro_sizes=micro_sizes,
-                                  updates=updates, seed=seed)
 
 
 def case_exact_batchnorm(model: str = "mlp1", *, optimizer: str = "sgd-momentum",
