@@ -151,7 +151,7 @@ class _LayerWindow:
             self.sum_dxhat_xhat = self.sum_dxhat_xhat + s2
 
     def finish_sums(self, xp, channels: int) -> None:
-        if self.sum_dxhat is None:          # every loss was non-finite: no gradient flowed
+        if self.sum_dxhat is None:          # no gradient reached the layer
             self.sum_dxhat = xp.zeros(channels)
             self.sum_dxhat_xhat = xp.zeros(channels)
 
@@ -454,7 +454,7 @@ def _gradient_pass(model, batches, loss_fn, window, counts, accumulate):
         if accumulate is not None:
             accumulate.backward(loss, num_items=num_items)
             accumulate.step()
-        elif math.isfinite(value):
+        else:   # a non-finite loss spreads to the gradient, as in a full-batch backward
             loss.backward(loss._xp.full(loss.shape, weight, dtype=loss.dtype))
     return loss_sum, total
 

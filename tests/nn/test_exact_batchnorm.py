@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import minigrad
 from minigrad import nn, optim
@@ -301,6 +303,44 @@ def test_a_non_finite_window_is_skipped_with_its_statistics(float64):
     assert int(model[1].num_batches_tracked.item()) == 0
     for p, before in zip(model.parameters(), params):
         np.testing.assert_array_equal(p.numpy(), before)
+
+
+def test_accumulator_without_model_applies_the_statistics_at_once(float64):
+    x, y = _data()
+    minigrad.manual_seed(0)
+    full = _mlp(5, 8, 3)
+    minigrad.manual_seed(0)
+    model = _mlp(5, 8, 3)
+    with minigrad.no_grad():
+        full(minigrad.tensor(x))
+    acc = optim.GradientAccumulator(optim.SGD(model.parameters(), lr=0.1), 3)
+    nn.exact_batchnorm_backward(model, _split((x, y), [4, 8, 12]), _ce, acc)
+    assert acc.updates == 1
+    assert max_rel_diff(_stats(model), _stats(full)) <= EXACT
+
+
+def test_a_non_finite_loss_without_accumulator_gives_non_finite_gradients(float64):
+    """As a full-batch backward would: nothing is dropped silently."""
+    x, y = _data()
+    x[20, 1] = np.inf
+    model = _mlp(5, 8, 3)
+    with np.errstate(invalid="ignore"):                  # inf - inf in the statistics
+        passes = nn.exact_batchnorm_backward(model, _split((x, y), [12, 12]), _ce)
+    assert not np.isfinite(passes.window_loss)
+    assert not np.isfinite(_grads(model)[0]).all()
+
+
+@settings(max_examples=12, deadline=None)
+@given(cuts=st.lists(st.integers(1, 23), min_size=1, max_size=6, unique=True),
+       widths=st.lists(st.integers(2, 6), min_size=1, max_size=3))
+def test_any_split_and_depth_gives_the_full_batch(cuts, widths):
+    minigrad.set_default_dtype(np.float64)
+    bounds = [0, *sorted(cuts), 24]
+    sizes = [b - a for a, b in zip(bounds[:-1], bounds[1:])]
+    full, exact, passes = _full_and_exact(lambda: _mlp(5, *widths, 3), _data(), sizes)
+    assert passes.layers == len(widths)
+    assert max_rel_diff(_grads(exact), _grads(full)) <= EXACT
+    assert max_rel_diff(_stats(exact), _stats(full)) <= EXACT
 
 
 def test_peak_memory_is_about_one_micro_batch(float64):
