@@ -330,6 +330,33 @@ def exact_batchnorm_backward(model: Module, micro_batches, loss_fn,
             ``num_items``.
         RuntimeError: an accumulator in the middle of a window; micro-batches
             that call the BatchNorm layers differently.
+
+    Example (a batch of 12 as micro-batches of 2 + 4 + 6; the gradient is the
+    full batch's, to rounding):
+
+    >>> import numpy as np
+    >>> import minigrad
+    >>> from minigrad import nn
+    >>> minigrad.set_default_dtype(np.float64)
+    >>> rng = np.random.default_rng(0)
+    >>> x, y = rng.standard_normal((12, 3)), rng.standard_normal((12, 1))
+    >>> def loss_fn(model, batch):
+    ...     xb, yb = batch
+    ...     loss = nn.functional.mse_loss(model(minigrad.tensor(xb)), minigrad.tensor(yb))
+    ...     return loss, len(xb)
+    >>> def make():
+    ...     minigrad.manual_seed(0)
+    ...     return nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 1))
+    >>> full, exact = make(), make()
+    >>> loss_fn(full, (x, y))[0].backward()
+    >>> parts = [(x[:2], y[:2]), (x[2:6], y[2:6]), (x[6:], y[6:])]
+    >>> passes = nn.exact_batchnorm_backward(exact, parts, loss_fn)
+    >>> passes.forward_passes, passes.backward_passes
+    (3.0, 2.0)
+    >>> bool(np.allclose(exact[0].weight.grad.numpy(), full[0].weight.grad.numpy(),
+    ...                  rtol=1e-12, atol=0))
+    True
+    >>> minigrad.set_default_dtype(np.float32)
     """
     if not isinstance(model, Module):
         raise TypeError(f"exact_batchnorm_backward: model must be a minigrad.nn.Module, "

@@ -363,6 +363,14 @@ def test_peak_memory_is_about_one_micro_batch(float64):
     assert exact.peak_bytes < full.peak_bytes / 3
 
 
+def test_docstring_example():
+    import doctest
+
+    import minigrad.nn.exact_batchnorm as module
+    result = doctest.testmod(module)
+    assert result.attempted > 5 and result.failed == 0
+
+
 # ------------------------------------------------------------------ errors
 def test_errors(float64):
     x, y = _data()
