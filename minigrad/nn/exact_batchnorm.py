@@ -363,7 +363,7 @@ def exact_batchnorm_backward(model: Module, micro_batches, loss_fn,
                         f"got {type(model).__name__}")
     batches = _replayable(micro_batches)
     _check_dropout(model)
-    if accumulator is not None and (accumulator.micro_step != 0 or accumulator._awaiting_step):
+    if accumulator is not None and accumulator.micro_step != 0:
         raise RuntimeError("exact_batchnorm_backward: the accumulator is in the middle of a "
                            f"window (micro_step={accumulator.micro_step}); a window must "
                            "start with an empty accumulator")
