@@ -19,6 +19,8 @@ Cases (module: function):
   (train: differs; ghost BN: equal; eval: equal),
   :func:`case_merged_running_stats` (equal)
 - ``cnn_mnist``: :func:`case_cnn_mnist` (BatchNorm2d train: differs; eval: equal)
+- ``exact_batchnorm``: :func:`case_batchnorm_exact` (the BatchNorm train rows made
+  exact by multi-pass accumulation: equal), :func:`case_exact_batchnorm`
 
 :mod:`.training` holds the training loop of ``python -m minigrad train``.
 """
@@ -26,6 +28,7 @@ from .char_lm import case_char_lm
 from .cnn_mnist import case_cnn_mnist
 from .common import (DIFFERS, DIFFERS_THRESHOLD, EQUAL, CaseResult, compare_training,
                      equal_tolerance)
+from .exact_batchnorm import case_batchnorm_exact, case_exact_batchnorm
 from .mlp_digits import case_mlp_digits
 from .norm_layers import (GhostBatchNorm1d, case_batchnorm, case_dropout,
                           case_merged_running_stats, case_norm_layer)
@@ -38,5 +41,6 @@ __all__ = [
     "case_mlp_digits", "case_unequal_micro_batches", "case_forgot_to_divide",
     "case_char_lm", "case_norm_layer", "case_dropout", "case_batchnorm",
     "case_merged_running_stats", "case_cnn_mnist",
+    "case_batchnorm_exact", "case_exact_batchnorm",
     "verification_cases", "run_suite", "format_table", "suite_report",
 ]

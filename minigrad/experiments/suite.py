@@ -15,6 +15,7 @@ import numpy as np
 
 from .char_lm import case_char_lm
 from .cnn_mnist import case_cnn_mnist
+from .exact_batchnorm import case_batchnorm_exact
 from .common import DIFFERS, DIFFERS_THRESHOLD, EQUAL, CaseResult, equal_tolerance
 from .mlp_digits import case_mlp_digits
 from .norm_layers import case_batchnorm, case_dropout, case_merged_running_stats, case_norm_layer
@@ -64,10 +65,14 @@ def verification_cases(quick: bool = False) -> list[Case]:
         Case("GroupNorm", eq, case_norm_layer, dict(norm="group", updates=u)),
         Case("dropout", eq, case_dropout, dict(updates=u)),
         Case("BatchNorm train", diff, case_batchnorm, dict(mode="train", updates=u)),
+        Case("BatchNorm train exact (multi-pass)", eq, case_batchnorm_exact,
+             dict(model="mlp", updates=u)),
         Case("BatchNorm = ghost BN", eq, case_batchnorm, dict(mode="ghost", updates=u)),
         Case("BatchNorm eval", eq, case_batchnorm, dict(mode="eval", updates=u)),
         Case("merged running stats", eq, case_merged_running_stats, dict(updates=u)),
         Case("cnn-mnist train", diff, case_cnn_mnist, dict(mode="train", updates=u_cnn)),
+        Case("cnn-mnist BatchNorm train exact (multi-pass)", eq, case_batchnorm_exact,
+             dict(model="cnn", updates=u_cnn)),
         Case("cnn-mnist eval", eq, case_cnn_mnist, dict(mode="eval", updates=u_cnn)),
     ]
 

@@ -14,3 +14,6 @@ from .normalization import (BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm,
                             apply_merged_running_stats, batchnorm_layers,
                             set_merge_running_stats)
 from .pooling import AvgPool2d, MaxPool2d
+
+# exact BatchNorm under gradient accumulation (multi-pass)
+from .exact_batchnorm import ExactBatchNormPasses, exact_batchnorm_backward

@@ -250,6 +250,7 @@ class _BatchNorm(Module):
         self.affine, self.track_running_stats = affine, track_running_stats
         self.merge_running_stats = merge_running_stats
         self._pending = None          # merged (count, mean, m2) of this window, or None
+        self._exact_window = None     # set while nn.exact_batchnorm_backward runs a window
         dtype = np.dtype(dtype or get_default_dtype())
         xp = backend.array_module(device or "cpu")
         if affine:
@@ -292,6 +293,8 @@ class _BatchNorm(Module):
             raise ValueError(f"{self._name}: expected {self.num_features} channels (axis 1), "
                              f"got input of shape {tuple(x.shape)}")
         use_batch_stats = self.training or not self.track_running_stats
+        if use_batch_stats and self._exact_window is not None:   # window statistics
+            return self._exact_window.forward(self, x)
         if use_batch_stats and x.size // x.shape[1] <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got "
                              f"input size {tuple(x.shape)}")

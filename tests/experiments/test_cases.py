@@ -242,10 +242,12 @@ def test_a_case_that_raises_becomes_a_failed_row():
 
 def test_suite_lists_every_required_case():
     titles = [c.title for c in verification_cases()]
-    assert len(titles) == len(set(titles)) == 18
+    assert len(titles) == len(set(titles)) == 20
     expected = {c.title: c.expected for c in verification_cases()}
     assert expected["BatchNorm train"] == DIFFERS and expected["BatchNorm = ghost BN"] == EQUAL
     assert expected["char-lm, micro-batch mean"] == DIFFERS
+    assert expected["BatchNorm train exact (multi-pass)"] == EQUAL
+    assert expected["cnn-mnist BatchNorm train exact (multi-pass)"] == EQUAL
     assert [c.title for c in verification_cases(quick=True)] == titles
 
 
