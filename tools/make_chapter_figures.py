@@ -70,7 +70,7 @@ def figure_05() -> Path:
 
 def figure_06() -> Path:
     """BatchNorm of 4 numbers: one batch of 4 vs two ghost batches of 2."""
-    x = np.array([1.0, 3.0, 5.0, 11.0])
+    x = np.array([1.0, 3.0, 5.0, 7.0])
 
     def normalize(v):
         return (v - v.mean()) / np.sqrt(v.var() + 1e-5)
