@@ -89,32 +89,33 @@ def figure_06() -> Path:
     return _save(fig, "06_ghost_batches.png")
 
 
-def checkpoint_counts(layers: int, segments: int) -> tuple[int, int]:
-    """(peak stored layer outputs, extra layer forwards) of checkpoint_sequential
-    on a chain of ``layers`` layers, one array stored per layer, ``segments``
-    parts of ``layers // segments`` (the last takes the remainder)."""
+def checkpoint_counts(layers: int, segments: int, per_layer: int = 1) -> tuple[int, int]:
+    """(stored arrays at the end of forward, layer forwards run twice) of
+    checkpoint_sequential on a chain of ``layers`` layers that keep
+    ``per_layer`` arrays each, in ``segments`` parts of ``layers // segments``
+    (the last part takes the remainder and is not checkpointed): chapter 07's
+    ``stored(s) = (s - 1) + c * L / s``."""
     size = layers // segments
     last = layers - size * (segments - 1)
-    boundaries = segments - 1                  # inputs kept by the checkpointed parts
-    peak = boundaries + max(last, size)        # boundaries + one segment's activations
-    recompute = size * (segments - 1)          # every checkpointed layer runs twice
-    return peak, recompute
+    stored = (segments - 1) + per_layer * last     # boundaries + the plain last segment
+    recompute = size * (segments - 1)              # every checkpointed layer runs twice
+    return stored, recompute
 
 
 def figure_07() -> Path:
-    """Checkpointing a chain of 16 layers: stored arrays and recompute vs segments."""
+    """16 blocks Linear -> Tanh (two arrays each): stored arrays and recompute vs segments."""
     layers = 16
     segments = [1, 2, 4, 8, 16]
-    counts = [checkpoint_counts(layers, s) for s in segments]
+    counts = [checkpoint_counts(layers, s, per_layer=2) for s in segments]
     fig, ax = plt.subplots(figsize=(6.0, 3.2))
-    ax.plot(segments, [c[0] for c in counts], "o-", label="peak stored activations")
-    ax.plot(segments, [c[1] for c in counts], "s--", label="layers run twice")
+    ax.plot(segments, [c[0] for c in counts], "o-", label="arrays stored (2 per block)")
+    ax.plot(segments, [c[1] for c in counts], "s--", label="blocks run twice")
     ax.set_xscale("log", base=2)
     ax.set_xticks(segments, [str(s) for s in segments])
     ax.set_xlabel("segments")
-    ax.set_ylabel("count (one array per layer)")
+    ax.set_ylabel("count")
     ax.legend(fontsize=8)
-    ax.set_title("checkpoint_sequential on 16 layers")
+    ax.set_title("checkpoint_sequential, 16 blocks: 4 and 8 segments tie at 11")
     return _save(fig, "07_checkpoint_counts.png")
 
 
