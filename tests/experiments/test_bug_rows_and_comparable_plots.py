@@ -58,3 +58,20 @@ def test_compare_micro_batch_curve_has_one_point_per_window(tmp_path, monkeypatc
     plain = next(line for line in lines if line.get_label().startswith("plain batch 100"))
     np.testing.assert_allclose(plain.get_ydata(), means)
     np.testing.assert_array_equal(plain.get_xdata(), items_seen(3, 500, 1, TRAIN_SIZES["digits"]))
+
+
+def test_summary_plot_draws_a_reproduced_bug_in_red():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_rgba
+
+    from minigrad.experiments import CaseResult
+    from minigrad.experiments.plots import plot_summary
+    bug = case_forgot_to_divide(accumulation_steps=2, micro_batch=4, windows=1)
+    plain = CaseResult("plain", "equal", 1e-10, grad_rel_diff=1e-16)
+    fig, ax = plt.subplots()
+    plot_summary([bug, plain], ax)
+    colors = [patch.get_facecolor() for patch in ax.patches]
+    plt.close(fig)
+    assert colors == [to_rgba("tab:red"), to_rgba("tab:blue")]
