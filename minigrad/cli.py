@@ -109,8 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "order) with full batches of B*K and overlay the curves")
     train.add_argument("--compare-micro-batch", action="store_true",
                        help="also train the same model with plain batches of B (no "
-                            "accumulation, K times as many updates) and overlay its noisier "
-                            "curve; e.g. --micro-batch 1 --accumulation-steps 16")
+                            "accumulation, K times as many updates) and overlay its curve, "
+                            "averaged over each K updates (the same items as one window); "
+                            "e.g. --micro-batch 1 --accumulation-steps 16")
     train.add_argument("--no-progress", action="store_true",
                        help="no progress bar (the per-update log lines remain)")
     train.set_defaults(command_parser=train)

@@ -100,6 +100,10 @@ class CaseResult:
         param_rel_by_name: ``{parameter name: largest relative difference}``
             over all updates, for a bar plot per layer.
         extras: other numbers a case reports (all JSON-friendly).
+        expected_label, verdict_label: what the table shows in the "expected"
+            and "verdict" columns instead of ``expected`` and "ok", for a case
+            that reproduces a bug (e.g. "8x grad", "8x too large, as
+            predicted"); "" keeps the plain words. A failed case shows "FAIL".
     """
 
     name: str
@@ -121,6 +125,8 @@ class CaseResult:
     param_rel_per_update: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
     param_rel_by_name: dict = dataclasses.field(default_factory=dict)
     extras: dict = dataclasses.field(default_factory=dict)
+    expected_label: str = ""
+    verdict_label: str = ""
 
     def __post_init__(self):
         if self.expected not in (EQUAL, DIFFERS):

@@ -76,6 +76,10 @@ def case_forgot_to_divide(accumulation_steps: int = 8, micro_batch: int = 16, *,
     g: the case is "equal" when g_acc matches k * g to the dtype's tolerance,
     and ``extras["ratio"]`` is ``<g_acc, g> / <g, g>`` (exactly k in exact
     arithmetic). Parameter fields stay None: nothing is updated.
+
+    The row reproduces a bug, and its table cells say so: expected "kx grad",
+    verdict "kx too large, as predicted". A k times larger gradient is a k
+    times larger SGD learning rate, one that changes whenever k changes.
     """
     start = time.perf_counter()
     X, y = load_digits()
@@ -102,13 +106,15 @@ def case_forgot_to_divide(accumulation_steps: int = 8, micro_batch: int = 16, *,
         abs_d.append(max_abs_diff(summed, k_times_full))
         rel_d.append(max_rel_diff(summed, k_times_full))
     ratio = float(np.mean(ratios))
+    k = accumulation_steps
     return CaseResult(
-        name=f"forgot to divide by k={accumulation_steps}",
+        name=f"bug: forgot 1/k, k={k}",
+        expected_label=f"{k}x grad", verdict_label=f"{k}x too large, as predicted",
         expected=EQUAL, tolerance=equal_tolerance(dtype),
         grad_abs_diff=max(abs_d), grad_rel_diff=max(rel_d),
         description=f"sum of {accumulation_steps} micro-batch mean losses (no 1/k) vs "
                     f"{accumulation_steps} x full-batch gradient, {windows} batches",
-        note=f"ratio {ratio:.12f}", device=device, dtype=np.dtype(dtype).name,
+        note=f"grad/full-batch ratio {ratio:.12f}", device=device, dtype=np.dtype(dtype).name,
         updates=0, seconds=time.perf_counter() - start,
         grad_rel_per_update=np.array(rel_d),
         extras={"ratio": ratio, "ratios": ratios, "k": accumulation_steps})

@@ -26,7 +26,10 @@ def plot_summary(results: list[CaseResult], ax) -> None:
     # Exact zeros cannot be drawn on a log scale: show them at 1e-18.
     values = [max(r.max_rel_diff, 1e-18) if np.isfinite(r.max_rel_diff) else np.nan
               for r in results]
-    colors = ["tab:blue" if r.expected == EQUAL else "tab:orange" for r in results]
+    # A reproduced bug (it has its own labels) is compared with its predicted value,
+    # e.g. k x the full-batch gradient: red, so that it never reads as "harmless".
+    colors = ["tab:red" if r.expected_label else
+              "tab:blue" if r.expected == EQUAL else "tab:orange" for r in results]
     y = np.arange(len(results))
     ax.barh(y, values, color=colors)
     ax.scatter([r.tolerance for r in results], y, marker="|", s=300, color="black",
@@ -35,7 +38,8 @@ def plot_summary(results: list[CaseResult], ax) -> None:
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.set_xlabel("max relative difference, accumulated vs full batch")
-    ax.set_title("blue: expected equal, orange: expected to differ")
+    ax.set_title("blue: expected equal, orange: expected to differ, "
+                 "red: a bug reproduced, vs its prediction", fontsize=9)
     ax.legend(loc="lower right")
 
 

@@ -112,12 +112,18 @@ def _number(x: float | None) -> str:
 
 
 def table_row(result: CaseResult) -> tuple[str, ...]:
-    """The cells of one row (see :data:`COLUMNS`); the tolerance reads ``<= t`` or ``> t``."""
+    """The cells of one row (see :data:`COLUMNS`); the tolerance reads ``<= t`` or ``> t``.
+
+    A case that reproduces a bug shows its own labels (``expected_label``,
+    ``verdict_label``) so that a passing row reads as the bug measured, never
+    as "harmless".
+    """
     sign = "<=" if result.expected == EQUAL else ">"
-    return (result.name, result.expected, _number(result.grad_abs_diff),
-            _number(result.grad_rel_diff), _number(result.param_abs_diff),
-            _number(result.param_rel_diff), f"{sign} {result.tolerance:.0e}",
-            "ok" if result.passed else "FAIL", result.note)
+    verdict = (result.verdict_label or "ok") if result.passed else "FAIL"
+    return (result.name, result.expected_label or result.expected,
+            _number(result.grad_abs_diff), _number(result.grad_rel_diff),
+            _number(result.param_abs_diff), _number(result.param_rel_diff),
+            f"{sign} {result.tolerance:.0e}", verdict, result.note)
 
 
 def format_table(results: list[CaseResult]) -> str:

@@ -324,11 +324,43 @@ def items_seen(num_updates: int, batch_size: int, epochs: int, train_size: int) 
     return np.cumsum(per_epoch * epochs)[:num_updates]
 
 
+def window_means(losses, batch_size: int, k: int, epochs: int, train_size: int) -> np.ndarray:
+    """Item-weighted means of consecutive groups of ``k`` per-update losses.
+
+    ``losses`` are the losses of plain training with batches of
+    ``batch_size`` (shape (updates,)); each epoch's updates are grouped k at a
+    time (the last group of an epoch may be shorter, like the accumulated
+    run's last window) and each group's losses are averaged with the batch
+    sizes as weights.  The result has one value per window of
+    ``batch_size * k`` items, comparable point by point with the window
+    losses of accumulated training.
+
+    Raises:
+        ValueError: ``losses`` holds more updates than ``epochs`` epochs have.
+    """
+    losses = np.asarray(losses, dtype=np.float64)
+    per_epoch = [min(batch_size, train_size - s) for s in range(0, train_size, batch_size)]
+    sizes = np.array(per_epoch * epochs, dtype=np.float64)
+    if len(losses) > len(sizes):
+        raise ValueError(f"window_means: {len(losses)} losses, but {epochs} epoch(s) of "
+                         f"{train_size} items in batches of {batch_size} have {len(sizes)}")
+    groups = [np.arange(e * len(per_epoch), (e + 1) * len(per_epoch))[s:s + k]
+              for e in range(epochs) for s in range(0, len(per_epoch), k)]
+    out = []
+    for idx in groups:
+        idx = idx[idx < len(losses)]
+        if len(idx):
+            out.append(float(np.dot(losses[idx], sizes[idx]) / sizes[idx].sum()))
+    return np.array(out)
+
+
 def plot_losses(result: TrainResult, path) -> None:
     """Save the loss curves to ``path`` (PNG, SVG, PDF...), against training items seen.
 
     Draws the accumulated run, and the full-batch and plain micro-batch runs
-    when present. Needs matplotlib (the ``cli`` extra); uses the
+    when present.  Every curve has one point per window of B·k items: the
+    plain run's k losses of a window are averaged (:func:`window_means`), so
+    all curves show the mean loss over the same items. Needs matplotlib (the ``cli`` extra); uses the
     non-interactive Agg backend.
     """
     import matplotlib  # noqa: PLC0415 (optional dependency, imported on demand)
@@ -340,9 +372,12 @@ def plot_losses(result: TrainResult, path) -> None:
     size = TRAIN_SIZES[s["dataset"]]
     fig, ax = plt.subplots(figsize=(7, 4))
     if result.micro_batch_losses is not None:
-        losses = result.micro_batch_losses
-        ax.plot(items_seen(len(losses), B, epochs, size), losses, color="tab:gray", alpha=0.6,
-                linewidth=0.8, label=f"plain batch {B} (no accumulation)")
+        # One point per window of k plain steps, their item-weighted mean: the
+        # same quantity, over the same items, as one point of the accumulated
+        # run (single-example losses plotted raw would swamp the axis).
+        means = window_means(result.micro_batch_losses, B, k, epochs, size)
+        ax.plot(items_seen(len(means), B * k, epochs, size), means, color="tab:gray",
+                marker=".", label=f"plain batch {B}, mean over each {k} updates")
     ax.plot(items_seen(len(result.losses), B * k, epochs, size), result.losses,
             color="tab:blue", label=f"accumulated: {k} x {B}")
     if result.full_batch_losses is not None:

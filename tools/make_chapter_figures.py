@@ -1,0 +1,174 @@
+"""Draw the figures of chapters 04-09 into chapters/figures/ (PNG).
+
+Every number drawn is computed here, from the chapters' worked examples or
+with minigrad itself, so a figure never disagrees with its text.
+
+    .venv/bin/python tools/make_chapter_figures.py            # all figures
+    .venv/bin/python tools/make_chapter_figures.py 06 07      # some chapters
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES = ROOT / "chapters" / "figures"
+
+
+def _save(fig, name: str) -> Path:
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    path = FIGURES / name
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
+def figure_04() -> Path:
+    """The running sum in .grad over a window of 2 micro-batches (chapter 04's example)."""
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    y = np.array([2.0, 4.0, 5.0, 9.0])
+    per_example = 2 * x * (x - y)                      # d l_i / dw at w = 1
+    micro = [per_example[:2].mean(), per_example[2:].mean()]
+    running = np.cumsum(micro)
+    full = per_example.mean()
+    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    ax.bar([0, 1], micro, color="tab:gray", width=0.35, label="∇L_j of micro-batch j")
+    ax.bar([0.38, 1.38], running, color="tab:blue", width=0.35, label=".grad after backward")
+    ax.axhline(full, color="tab:orange", linestyle="--", label=f"full batch ∇L = {full:g}")
+    ax.bar([2.2], [running[-1] / 2], color="tab:green", width=0.35,
+           label=f"divided once by k = 2: {running[-1] / 2:g}")
+    ax.set_xticks([0.19, 1.19, 2.2], ["micro-batch 1", "micro-batch 2", "update"])
+    ax.set_ylabel("dL/dw")
+    ax.set_title("One window: backward adds into .grad, one division, one step")
+    ax.legend(fontsize=8, loc="lower left")
+    return _save(fig, "04_window.png")
+
+
+def figure_05() -> Path:
+    """Per-token weights with micro-batches of 10 and 100 tokens."""
+    n = np.array([10, 100])
+    naive = 1 / (len(n) * n)                           # mean of the micro-batch means
+    right = np.full(2, 1 / n.sum())                    # one mean over the window
+    fig, ax = plt.subplots(figsize=(6.0, 3.2))
+    pos = np.arange(2)
+    ax.bar(pos - 0.18, naive, width=0.36, color="tab:red", label="mean of means: 1/20, 1/200")
+    ax.bar(pos + 0.18, right, width=0.36, color="tab:blue", label="token count: 1/110 each")
+    ax.set_xticks(pos, ["a token of the\n10-token micro-batch", "a token of the\n100-token micro-batch"])
+    ax.set_ylabel("weight of one token in the loss")
+    ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    ax.set_title("Which denominator: each token should weigh 1/110")
+    return _save(fig, "05_token_weights.png")
+
+
+def figure_06() -> Path:
+    """BatchNorm of 4 numbers: one batch of 4 vs two ghost batches of 2."""
+    x = np.array([1.0, 3.0, 5.0, 7.0])
+
+    def normalize(v):
+        return (v - v.mean()) / np.sqrt(v.var() + 1e-5)
+
+    full = normalize(x)
+    ghost = np.concatenate([normalize(x[:2]), normalize(x[2:])])
+    fig, ax = plt.subplots(figsize=(6.0, 3.2))
+    pos = np.arange(4)
+    ax.bar(pos - 0.18, full, width=0.36, color="tab:blue", label="one batch of 4")
+    ax.bar(pos + 0.18, ghost, width=0.36, color="tab:orange", label="two ghost batches of 2")
+    ax.set_xticks(pos, [f"x = {v:g}" for v in x])
+    ax.set_ylabel("normalized value x̂")
+    ax.axhline(0, color="black", linewidth=0.6)
+    ax.legend(fontsize=8)
+    ax.set_title("Same numbers, different batch, different outputs")
+    return _save(fig, "06_ghost_batches.png")
+
+
+def checkpoint_counts(layers: int, segments: int, per_layer: int = 1) -> tuple[int, int]:
+    """(stored arrays at the end of forward, layer forwards run twice) of
+    checkpoint_sequential on a chain of ``layers`` layers that keep
+    ``per_layer`` arrays each, in ``segments`` parts of ``layers // segments``
+    (the last part takes the remainder and is not checkpointed): chapter 07's
+    ``stored(s) = (s - 1) + c * L / s``."""
+    size = layers // segments
+    last = layers - size * (segments - 1)
+    stored = (segments - 1) + per_layer * last     # boundaries + the plain last segment
+    recompute = size * (segments - 1)              # every checkpointed layer runs twice
+    return stored, recompute
+
+
+def figure_07() -> Path:
+    """16 blocks Linear -> Tanh (two arrays each): stored arrays and recompute vs segments."""
+    layers = 16
+    segments = [1, 2, 4, 8, 16]
+    counts = [checkpoint_counts(layers, s, per_layer=2) for s in segments]
+    fig, ax = plt.subplots(figsize=(6.0, 3.2))
+    ax.plot(segments, [c[0] for c in counts], "o-", label="arrays stored (2 per block)")
+    ax.plot(segments, [c[1] for c in counts], "s--", label="blocks run twice")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(segments, [str(s) for s in segments])
+    ax.set_xlabel("segments")
+    ax.set_ylabel("count")
+    ax.legend(fontsize=8)
+    ax.set_title("checkpoint_sequential, 16 blocks: 4 and 8 segments tie at 11")
+    return _save(fig, "07_checkpoint_counts.png")
+
+
+def figure_08() -> Path:
+    """Tokens per micro-batch in one 8 x 16 window of the bundled Shakespeare."""
+    from minigrad.experiments.char_lm import lm_windows, shakespeare_ids
+    _, ids = shakespeare_ids()
+    (_, micro), = lm_windows(ids, micro_batches=8, sequences_per_micro=16, updates=1, seed=0)
+    counts = [int((target != -100).sum()) for _, target in micro]
+    fig, ax = plt.subplots(figsize=(6.0, 3.2))
+    ax.bar(range(1, 9), counts, color="tab:blue")
+    ax.axhline(np.mean(counts), color="tab:orange", linestyle="--",
+               label=f"mean {np.mean(counts):.0f} tokens")
+    ax.set_xlabel("micro-batch of 16 sequences")
+    ax.set_ylabel("real (non-padding) tokens")
+    ax.set_title(f"One window of 8 x 16 sequences: {sum(counts)} tokens")
+    ax.legend(fontsize=8)
+    return _save(fig, "08_tokens_per_micro_batch.png")
+
+
+def figure_09() -> Path:
+    """float32 sums of the same 4096 numbers in 200 random orders."""
+    rng = np.random.default_rng(0)
+    values = rng.standard_normal(4096).astype(np.float32)
+    exact = float(np.sum(values.astype(np.float64)))
+    sums = []
+    for _ in range(200):
+        total = np.float32(0)
+        for v in values[rng.permutation(len(values))]:
+            total = np.float32(total + v)
+        sums.append(float(total) - exact)
+    fig, ax = plt.subplots(figsize=(6.0, 3.2))
+    ax.hist(sums, bins=30, color="tab:blue")
+    ax.set_xlabel("float32 sum − exact sum")
+    ax.set_ylabel("orders")
+    ax.set_title("One set of numbers, 200 summation orders (atomic adds on a GPU)")
+    return _save(fig, "09_summation_orders.png")
+
+
+FIGURES_BY_CHAPTER = {"04": figure_04, "05": figure_05, "06": figure_06, "07": figure_07,
+                      "08": figure_08, "09": figure_09}
+
+
+def main(argv: list[str]) -> int:
+    chosen = argv or list(FIGURES_BY_CHAPTER)
+    unknown = [c for c in chosen if c not in FIGURES_BY_CHAPTER]
+    if unknown:
+        print(f"unknown chapter(s) {unknown}; expected some of {list(FIGURES_BY_CHAPTER)}")
+        return 2
+    for chapter in chosen:
+        print(FIGURES_BY_CHAPTER[chapter]().relative_to(ROOT))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
