@@ -31,11 +31,11 @@ def test_verify_quick_json(tmp_path):
     for column in ("case", "expected", "grad abs", "grad rel", "param abs", "param rel",
                    "tolerance", "verdict"):
         assert column in header
-    assert "18/18 verdicts as expected" in done.stdout and "PASSED" in done.stdout
+    assert "20/20 verdicts as expected" in done.stdout and "PASSED" in done.stdout
 
     report = json.loads(path.read_text())
     assert report["passed"] is True and report["quick"] is True
-    assert len(report["cases"]) == 18
+    assert len(report["cases"]) == 20
     for row in report["cases"]:
         assert {"name", "expected", "max_abs_diff", "max_rel_diff", "tolerance",
                 "passed"} <= set(row)

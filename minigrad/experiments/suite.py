@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .char_lm import case_char_lm
+from .class_weights import case_weighted_cross_entropy
 from .cnn_mnist import case_cnn_mnist
 from .common import DIFFERS, DIFFERS_THRESHOLD, EQUAL, CaseResult, equal_tolerance
 from .mlp_digits import case_mlp_digits
@@ -69,6 +70,10 @@ def verification_cases(quick: bool = False) -> list[Case]:
         Case("merged running stats", eq, case_merged_running_stats, dict(updates=u)),
         Case("cnn-mnist train", diff, case_cnn_mnist, dict(mode="train", updates=u_cnn)),
         Case("cnn-mnist eval", eq, case_cnn_mnist, dict(mode="eval", updates=u_cnn)),
+        Case("weighted CE 32=8x4, weight sum", eq, case_weighted_cross_entropy,
+             dict(weighting="weight-sum", updates=u)),
+        Case("weighted CE 32=8x4, mean of micro-batch means", diff,
+             case_weighted_cross_entropy, dict(weighting="micro-batch-mean", updates=u)),
     ]
 
 

@@ -242,8 +242,10 @@ def test_a_case_that_raises_becomes_a_failed_row():
 
 def test_suite_lists_every_required_case():
     titles = [c.title for c in verification_cases()]
-    assert len(titles) == len(set(titles)) == 18
+    assert len(titles) == len(set(titles)) == 20
     expected = {c.title: c.expected for c in verification_cases()}
+    assert expected["weighted CE 32=8x4, weight sum"] == EQUAL
+    assert expected["weighted CE 32=8x4, mean of micro-batch means"] == DIFFERS
     assert expected["BatchNorm train"] == DIFFERS and expected["BatchNorm = ghost BN"] == EQUAL
     assert expected["char-lm, micro-batch mean"] == DIFFERS
     assert [c.title for c in verification_cases(quick=True)] == titles
@@ -313,3 +315,15 @@ def test_train_rejects_bad_settings():
         train("cifar", epochs=0)
     with pytest.raises(ValueError, match="unknown optimizer"):
         train("digits", optimizer="lion", epochs=0)
+
+
+@pytest.mark.parametrize("weighting, expected", [("weight-sum", EQUAL),
+                                                 ("micro-batch-mean", DIFFERS)])
+def test_weighted_cross_entropy_case(weighting, expected):
+    from minigrad.experiments.class_weights import case_weighted_cross_entropy
+    result = case_weighted_cross_entropy(weighting, updates=2)
+    assert result.expected == expected and result.passed, result.note
+    if expected == EQUAL:
+        assert result.max_rel_diff <= 1e-12
+    else:
+        assert result.grad_rel_diff > 0.1
