@@ -389,6 +389,11 @@ class Tensor:
         """Variance; ``ddof=0`` (biased, NumPy's default) or 1 (unbiased)."""
         return R.Var(axis, keepdims, ddof)(self)
 
+    def norm(self, ord=2, axis=None, keepdims=False):  # noqa: A002 (NumPy's name)
+        """The vector norm; see :func:`minigrad.linalg.vector_norm`."""
+        from .linalg import vector_norm  # noqa: PLC0415 (linalg imports this module)
+        return vector_norm(self, ord, axis, keepdims)
+
     def argmax(self, axis=None):
         if axis is not None:
             axis = R.normalize_axis(axis, self.ndim, "argmax")[0]
