@@ -245,7 +245,10 @@ def reduce_loss(loss, reduction):
     """Apply "mean" | "sum" | "none" to an elementwise loss array."""
     if reduction == "none":
         return loss
-    return loss.sum() if reduction == "sum" else loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    with np.errstate(invalid="ignore", divide="ignore"):    # no elements: 0/0 = nan
+        return loss.sum() / loss.size
 
 
 def expand_reduced_grad(g, shape, reduction, dtype):
@@ -256,7 +259,8 @@ def expand_reduced_grad(g, shape, reduction, dtype):
     size = 1
     for s in shape:
         size *= s
-    scale = g if reduction == "sum" else g / size
+    with np.errstate(invalid="ignore", divide="ignore"):    # size 0: nothing receives it
+        scale = g if reduction == "sum" else g / size
     return xp.broadcast_to(xp.asarray(scale, dtype=dtype), shape)
 
 
