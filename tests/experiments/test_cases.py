@@ -290,7 +290,7 @@ def test_train_short_last_window_and_shakespeare():
     updates = []
     result = train("shakespeare", micro_batch=200, accumulation_steps=3, epochs=1,
                    compare_full_batch=True, dtype=np.float64,
-                   on_update=lambda run, u, e, loss: updates.append((run, u)))
+                   on_update=lambda run, u, e, loss, skipped: updates.append((run, u)))
     assert len(result.losses) == 4 and result.max_loss_gap <= 1e-12
     assert updates.count(("accumulated", 4)) == 1 and updates.count(("full-batch", 4)) == 1
     assert result.metric_name == "per-token loss" and 1.0 < result.metric < 5.0
