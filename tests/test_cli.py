@@ -23,6 +23,7 @@ def run_module(*args, timeout=300):
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_verify_quick_json(tmp_path):
     path = tmp_path / "verify.json"
     done = run_module("verify", "--quick", "--json", str(path))
@@ -69,6 +70,7 @@ def _flip(result):
     return result
 
 
+@pytest.mark.slow
 def test_verify_plots(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     assert cli.main(["verify", "--quick", "--plots", str(tmp_path / "figures")]) == 0
@@ -87,6 +89,7 @@ def test_train_one_tiny_epoch(capsys):
     assert "held-out accuracy (accumulated 5 x 100):" in out
 
 
+@pytest.mark.slow
 def test_train_writes_a_plot_with_the_full_batch_curve(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     plot = tmp_path / "loss.png"

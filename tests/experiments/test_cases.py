@@ -285,6 +285,7 @@ def test_train_accumulated_equals_full_batch(device):
     assert 0.0 <= result.metric <= 1.0 and result.metric_name == "accuracy"
 
 
+@pytest.mark.slow
 def test_train_short_last_window_and_shakespeare():
     # 2048 sequences in windows of 3 x 200 = 600: the last window holds 248, 2 micro-batches.
     updates = []

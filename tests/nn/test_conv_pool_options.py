@@ -121,6 +121,7 @@ def test_conv2d_groups_and_same_padding_gradcheck(case, with_bias):
         lambda x, w, b=None: F.conv2d(x, w, b, stride, padding, dilation, groups), arrays)
 
 
+@pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")
 @settings(max_examples=25, deadline=None)
 @given(case=conv_cases())
 def test_conv2d_groups_and_same_padding_parity(case):
