@@ -6,6 +6,8 @@ Fusing log-softmax with the negative log-likelihood gives the short backward
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from ..autograd import Function, unbroadcast
@@ -14,6 +16,15 @@ from .elementwise import stable_sigmoid
 from .softmax import log_softmax_array
 
 REDUCTIONS = ("mean", "sum", "none")
+
+
+def check_ignore_index(name, ignore_index):
+    """ignore_index must be an int: PyTorch's third positional argument is the
+    class weight, so ``cross_entropy(x, y, w)`` copied from PyTorch lands here."""
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, numbers.Integral):
+        raise TypeError(f"{name}: ignore_index must be an int, got "
+                        f"{type(ignore_index).__name__}; pass class weights by keyword, "
+                        "weight=...")
 
 
 def check_reduction(name, reduction):
@@ -96,6 +107,7 @@ class CrossEntropy(Function):
     def __init__(self, ignore_index=-100, reduction="mean", label_smoothing=0.0,
                  weight=None):
         check_reduction("cross_entropy", reduction)
+        check_ignore_index("cross_entropy", ignore_index)
         self.weight = weight
         if not 0.0 <= label_smoothing <= 1.0:
             raise ValueError(f"cross_entropy: label_smoothing must lie in [0, 1], got "
@@ -164,6 +176,7 @@ class NLLLoss(Function):
 
     def __init__(self, ignore_index=-100, reduction="mean", weight=None):
         check_reduction("nll_loss", reduction)
+        check_ignore_index("nll_loss", ignore_index)
         self.weight = weight
         self.ignore_index = ignore_index
         self.reduction = reduction

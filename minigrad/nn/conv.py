@@ -126,6 +126,7 @@ class Conv2d(Module):
 
     Args:
         in_channels, out_channels: C_in and C_out.
+        (The arguments come in ``torch.nn.Conv2d``'s order.)
         kernel_size, stride, dilation: an int or a pair (height, width).
         padding: an int, a pair, ``"valid"`` or ``"same"`` (see :func:`conv2d`).
         groups: split the channels into this many groups (both channel
@@ -145,7 +146,7 @@ class Conv2d(Module):
     """
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, bias=True, device=None, dtype=None, groups=1):
+                 dilation=1, groups=1, bias=True, device=None, dtype=None):
         super().__init__()
         for name, value in (("in_channels", in_channels), ("out_channels", out_channels)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

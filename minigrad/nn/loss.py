@@ -1,7 +1,7 @@
 """Loss layers: Modules over the losses of :mod:`minigrad.nn.functional`."""
 from __future__ import annotations
 
-from ..functions.loss import check_reduction
+from ..functions.loss import check_ignore_index, check_reduction
 from . import functional as F
 from ..tensor import Tensor
 from .module import Module
@@ -16,6 +16,7 @@ class CrossEntropyLoss(Module):
                  label_smoothing: float = 0.0, weight=None):
         super().__init__()
         check_reduction("CrossEntropyLoss", reduction)
+        check_ignore_index("CrossEntropyLoss", ignore_index)
         self.ignore_index, self.reduction = ignore_index, reduction
         self.label_smoothing = label_smoothing
         self.register_buffer("weight", _as_buffer(weight))
@@ -31,6 +32,7 @@ class NLLLoss(Module):
     def __init__(self, ignore_index: int = -100, reduction: str = "mean", weight=None):
         super().__init__()
         check_reduction("NLLLoss", reduction)
+        check_ignore_index("NLLLoss", ignore_index)
         self.ignore_index, self.reduction = ignore_index, reduction
         self.register_buffer("weight", _as_buffer(weight))
 

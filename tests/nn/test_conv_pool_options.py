@@ -166,6 +166,9 @@ def test_conv2d_module_groups_and_padding(torch):
     # PyTorch's initialization bound: 1/sqrt(fan_in), fan_in = C_in/groups·KH·KW = 18
     assert np.abs(layer.weight.numpy()).max() <= 1 / np.sqrt(18)
     assert "groups=2" in repr(layer) and "'same'" in repr(layer)
+    # PyTorch's positional order: ..., dilation, groups, bias
+    assert nn.Conv2d(4, 6, 3, 1, 1, 1, 2, False).groups == 2
+    assert nn.Conv2d(4, 6, 3, 1, 1, 1, 2, False).bias is None
     assert nn.Conv2d(2, 2, 3, padding="valid")(minigrad.randn(1, 2, 5, 5)).shape == \
         (1, 2, 3, 3)
 

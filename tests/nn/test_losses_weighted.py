@@ -97,6 +97,11 @@ def test_weight_errors():
         F.cross_entropy(logits, [0, 1], weight=[1.0, 2.0])
     with pytest.raises(ValueError, match="weight of shape"):
         F.nll_loss(logits, [0, 1], weight=np.ones((3, 1)))
+    # PyTorch's third positional argument is the weight; here it is ignore_index
+    with pytest.raises(TypeError, match="ignore_index must be an int.*weight="):
+        F.cross_entropy(logits, [0, 1], np.ones(3))
+    with pytest.raises(TypeError, match="ignore_index must be an int.*weight="):
+        nn.NLLLoss(minigrad.tensor(np.ones(3)))
     with pytest.raises(RuntimeError, match="no gradient"):
         F.cross_entropy(logits, [0, 1], weight=minigrad.tensor(np.ones(3),
                                                                requires_grad=True))
