@@ -431,6 +431,9 @@ class Tensor:
     def argmax(self, axis=None):
         if axis is not None:
             axis = R.normalize_axis(axis, self.ndim, "argmax")[0]
+        if self.size == 0 and (axis is None or self.shape[axis] == 0):
+            raise ValueError(f"argmax: cannot take the argmax over an empty axis of a tensor "
+                             f"of shape {self.shape}")
         return Tensor(self._data.argmax(axis=axis))
 
     def reshape(self, *shape):

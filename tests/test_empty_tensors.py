@@ -57,6 +57,9 @@ def test_max_over_an_empty_axis_raises_clearly(reduce):
                                          r"shape \(0, 3\)"):
         getattr(x, reduce)(axis=0)
     assert getattr(x, reduce)(axis=1).shape == (0,)
+    with pytest.raises(ValueError, match=r"argmax: cannot take the argmax over an empty axis"):
+        x.argmax(axis=0)
+    assert x.argmax(axis=1).shape == (0,)
 
 
 @pytest.mark.parametrize("make, shape", [

@@ -284,27 +284,31 @@ class BCEWithLogits(Function):
 
     with softplus(-x) = log(1 + exp(-|x|)) + max(-x, 0), the log-sum-exp form
     that is finite for any finite x (``torch.nn.BCEWithLogitsLoss``).  x, y
-    (and w) broadcast together.  Gradients:
+    (and w) broadcast together; an optional constant ``weight`` multiplies each
+    element's loss (and its gradients).  Gradients:
     dx = (1 - y) - (1 + (w-1)y)·sigmoid(-x), dy = -x + (w - 1)·softplus(-x),
     dw = y·softplus(-x).
     """
 
-    def __init__(self, reduction="mean"):
+    def __init__(self, reduction="mean", weight=None):
         check_reduction("binary_cross_entropy_with_logits", reduction)
         self.reduction = reduction
+        self.weight = weight      # a constant rescaling each element (no gradient)
 
     def forward(self, x, y, pos_weight=None):
-        shapes = [a.shape for a in (x, y, pos_weight) if a is not None]
+        shapes = [a.shape for a in (x, y, pos_weight, self.weight) if a is not None]
         try:
             np.broadcast_shapes(*shapes)
         except ValueError:
             raise ValueError(f"binary_cross_entropy_with_logits: input, target (and "
-                             f"pos_weight) of shapes {', '.join(map(str, shapes))} cannot "
+                             f"pos_weight, weight) of shapes {', '.join(map(str, shapes))} cannot "
                              "be broadcast together") from None
         xp = get_array_module(x)
         softplus = xp.log1p(xp.exp(-xp.abs(x))) + xp.maximum(-x, 0)
         log_weight = 1.0 if pos_weight is None else 1.0 + (pos_weight - 1.0) * y
         loss = (1.0 - y) * x + log_weight * softplus
+        if self.weight is not None:
+            loss = loss * self.weight.astype(x.dtype, copy=False)
         self.x, self.y, self.w = x, y, pos_weight
         self.softplus, self.log_weight, self.shape = softplus, log_weight, loss.shape
         return reduce_loss(loss, self.reduction).astype(x.dtype, copy=False)
@@ -312,6 +316,8 @@ class BCEWithLogits(Function):
     def backward(self, g):
         x, y, w = self.x, self.y, self.w
         g = expand_reduced_grad(g, self.shape, self.reduction, x.dtype)
+        if self.weight is not None:
+            g = g * self.weight.astype(x.dtype, copy=False)
         need = self.needs_input_grad
         gx = unbroadcast(g * ((1.0 - y) - self.log_weight * stable_sigmoid(-x)),
                          x.shape) if need[0] else None

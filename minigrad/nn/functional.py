@@ -247,7 +247,7 @@ def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:  # noqa:
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target, reduction: str = "mean",  # noqa: A002
-                                     pos_weight=None) -> Tensor:
+                                     pos_weight=None, weight=None) -> Tensor:
     """Binary cross-entropy on logits, in the log-sum-exp form that stays finite
     and accurate for logits of any size (±40 and beyond).
 
@@ -255,9 +255,13 @@ def binary_cross_entropy_with_logits(input: Tensor, target, reduction: str = "me
 
     ``input`` (any shape), ``target`` (broadcastable, values in [0, 1]) and
     ``pos_weight`` (broadcastable, e.g. (C,)) may all require gradients.
+    ``weight`` (broadcastable) rescales each element's loss, as PyTorch's
+    ``weight=``; it is a constant (no gradient; one that requires grad raises
+    RuntimeError).
     """
     _tensor(input, "binary_cross_entropy_with_logits")
-    fn = BCEWithLogits(reduction)
+    w = _class_weight(weight, input, "binary_cross_entropy_with_logits")
+    fn = BCEWithLogits(reduction, w)
     if pos_weight is None:
         return fn(input, target)
     return fn(input, target, pos_weight)

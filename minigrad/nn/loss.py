@@ -76,16 +76,17 @@ class MSELoss(Module):
 
 
 class BCEWithLogitsLoss(Module):
-    """``F.binary_cross_entropy_with_logits(input, target, reduction, pos_weight)``
-    as a layer; ``pos_weight`` (a Tensor broadcastable to the input) is kept as
-    a buffer."""
+    """``F.binary_cross_entropy_with_logits(input, target, reduction, pos_weight,
+    weight)`` as a layer; ``pos_weight`` and ``weight`` (Tensors broadcastable
+    to the input) are kept as buffers."""
 
-    def __init__(self, reduction: str = "mean", pos_weight=None):
+    def __init__(self, reduction: str = "mean", pos_weight=None, weight=None):
         super().__init__()
         check_reduction("BCEWithLogitsLoss", reduction)
         self.reduction = reduction
         self.register_buffer("pos_weight", pos_weight)
+        self.register_buffer("weight", _as_buffer(weight))
 
     def forward(self, input, target):  # noqa: A002
         return F.binary_cross_entropy_with_logits(input, target, self.reduction,
-                                                  self.pos_weight)
+                                                  self.pos_weight, self.weight)

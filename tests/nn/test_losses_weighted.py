@@ -204,3 +204,24 @@ def test_binary_cross_entropy_errors():
         F.binary_cross_entropy(minigrad.tensor([0.2, 0.5]), [[0.0, 1.0]])
     with pytest.raises(ValueError, match="reduction"):
         nn.BCELoss(reduction="avg")
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_bce_with_logits_weight_parity(torch, reduction, device):
+    rng = np.random.default_rng(6)
+    x, y = rng.standard_normal((4, 3)), rng.uniform(0, 1, (4, 3))
+    w, pos = rng.uniform(0.5, 2.0, 3), rng.uniform(0.5, 2.0, 3)
+    compare_with_torch(
+        torch,
+        lambda a, b: F.binary_cross_entropy_with_logits(
+            a, b, reduction, minigrad.tensor(pos, device=device),
+            weight=minigrad.tensor(w, device=device)),
+        lambda a, b: torch.nn.functional.binary_cross_entropy_with_logits(
+            a, b, weight=torch.tensor(w), reduction=reduction, pos_weight=torch.tensor(pos)),
+        [x, y], device=device, rtol=1e-12, atol=1e-14)
+    assert check_gradients(lambda a, b, p: F.binary_cross_entropy_with_logits(
+        a, b, reduction, p, weight=w), [x, y, pos])
+    layer = nn.BCEWithLogitsLoss(weight=minigrad.tensor(w))
+    ref = torch.nn.BCEWithLogitsLoss(weight=torch.tensor(w))
+    np.testing.assert_allclose(layer(minigrad.tensor(x), minigrad.tensor(y)).item(),
+                               ref(torch.tensor(x), torch.tensor(y)).item(), rtol=1e-12)
