@@ -11,7 +11,9 @@ machinery (nbconvert's ExecutePreprocessor) and
 * drops ``metadata.language_info.version`` (the kernel's Python version);
 * saves figures without the ``Software`` metadata entry (PNG) and with a
   fixed ``svg.hashsalt`` (SVG ids), so image bytes depend on the figure only;
-* writes a notebook only when its bytes changed.
+* writes a notebook only when its bytes changed;
+* runs the kernel with this interpreter (the venv's), whatever kernelspec
+  named "python3" a user has installed elsewhere.
 
 Outputs themselves stay as the notebook computes them: printed numbers must
 be deterministic (seeded, rounded) for the file to be stable.
@@ -25,6 +27,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+from jupyter_client.manager import KernelManager
 from nbconvert.preprocessors import ExecutePreprocessor
 
 #: Run in the kernel before the notebook's first cell; never saved in the file.
@@ -66,13 +69,23 @@ def strip_volatile(nb) -> None:
         cell.metadata.pop("execution", None)
 
 
+def current_env_kernel(kernel_name: str = "python3") -> KernelManager:
+    """A kernel manager that starts ``kernel_name`` with this interpreter (the
+    one of .venv), not whichever Python a user-wide kernelspec names (as
+    nbval's ``--nbval-current-env``)."""
+    km = KernelManager(kernel_name=kernel_name)
+    km.kernel_spec.argv = [sys.executable] + km.kernel_spec.argv[1:]
+    return km
+
+
 def execute(path: Path, timeout: int = 600, kernel_name: str = "python3") -> bool:
     """Execute ``path`` in its folder and rewrite it; return True when its bytes changed."""
     before = path.read_bytes()
     nb = nbformat.reads(before.decode("utf-8"), as_version=4)
     processor = StableExecutePreprocessor(timeout=timeout, kernel_name=kernel_name,
                                           record_timing=False)
-    processor.preprocess(nb, {"metadata": {"path": str(path.parent)}})
+    processor.preprocess(nb, {"metadata": {"path": str(path.parent)}},
+                         km=current_env_kernel(kernel_name))
     strip_volatile(nb)
     after = nbformat.writes(nb).encode("utf-8")
     if not after.endswith(b"\n"):
