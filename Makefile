@@ -5,7 +5,11 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
-STAMP  := $(VENV)/.installed
+# The interpreter's version (empty when $(PYTHON) is not found).  The stamp's
+# name records it, so .venv is rebuilt when another Python builds it.
+VERSION_CODE := import sys; print("%d.%d.%d" % sys.version_info[:3])
+PYTHON_VERSION := $(shell $(PYTHON) -c '$(VERSION_CODE)' 2>/dev/null)
+STAMP  := $(VENV)/.installed-python$(PYTHON_VERSION)
 
 # Notebooks are collected only when there are some (nbval needs .ipynb files).
 NOTEBOOKS := $(wildcard notebooks/*.ipynb)
@@ -13,16 +17,32 @@ TEST_PATHS := tests $(if $(NOTEBOOKS),notebooks)
 # --nbval-current-env: run notebooks in this venv's kernel, not a system one.
 PYTEST_ARGS := $(TEST_PATHS) --nbval-lax --nbval-current-env -q
 
-.PHONY: venv test demo bench test-gpu notebooks jupyter clean
+.PHONY: venv test demo bench test-gpu notebooks jupyter clean check-python
 
 venv: $(STAMP)
 
-# Reinstalls only when pyproject.toml changes (or the venv is missing).
+# Reinstalls only when pyproject.toml changes, the venv is missing, or
+# another Python is asked for.
 $(STAMP): pyproject.toml
+	@$(MAKE) --no-print-directory check-python PYTHON='$(PYTHON)'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
 	$(PIP) install -e '.[dev]'
+	rm -f $(VENV)/.installed*
 	touch $(STAMP)
+
+# Python >= 3.10, checked before anything is built; a .venv made by another
+# interpreter (or whose interpreter is gone) is removed, to be rebuilt.
+check-python:
+	@case "$(PYTHON_VERSION)" in \
+	  3.1[0-9].*|3.[2-9][0-9].*) ;; \
+	  "") echo "minigrad: '$(PYTHON)' was not found; install Python >= 3.10 or run: make PYTHON=/path/to/python3" >&2; exit 1;; \
+	  *) echo "minigrad: needs Python >= 3.10, but '$(PYTHON)' is Python $(PYTHON_VERSION); run: make PYTHON=python3.11 (or another 3.10+)" >&2; exit 1;; \
+	esac
+	@if [ -d $(VENV) ] && [ "$$($(PY) -c '$(VERSION_CODE)' 2>/dev/null)" != "$(PYTHON_VERSION)" ]; then \
+	  echo "minigrad: $(VENV) was built by another Python; removing it to rebuild with Python $(PYTHON_VERSION)"; \
+	  rm -rf $(VENV); \
+	fi
 
 test: venv
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -38,8 +58,10 @@ test-gpu: venv
 	MINIGRAD_TEST_DEVICE=cuda $(PY) -m pytest $(PYTEST_ARGS)
 	$(PY) -m minigrad verify --device cuda
 
+# Re-executes in place without volatile metadata (timestamps, versions), so an
+# unchanged notebook stays an unchanged file (tools/execute_notebooks.py).
 notebooks: venv
-	$(if $(NOTEBOOKS),$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace $(NOTEBOOKS),@echo "no notebooks in notebooks/")
+	$(if $(NOTEBOOKS),$(PY) tools/execute_notebooks.py $(NOTEBOOKS),@echo "no notebooks in notebooks/")
 
 # Open the course notebooks in JupyterLab (adds the `notebooks` extra to .venv).
 jupyter: venv

@@ -174,7 +174,7 @@ class Function:
                                 for t in inputs)
                 break
         if backend._cupy is not None and len(tensors) > 1:
-            _check_same_device(type(self).__name__, tensors)
+            check_same_device(type(self).__name__, tensors)
 
         record = False
         if is_grad_enabled():
@@ -216,7 +216,12 @@ class Function:
         return f"<{type(self).__name__}>"
 
 
-def _check_same_device(name, tensors):
+def check_same_device(name, tensors):
+    """Raise RuntimeError naming ``name`` when ``tensors`` live on different
+    devices (every Function's inputs and every comparison's operands pass
+    here).  Free when CuPy was never imported: everything is on the CPU."""
+    if backend._cupy is None:
+        return
     devices = {t.device for t in tensors}
     if len(devices) > 1:
         shown = ", ".join(f"{t.device} (shape {t.shape})" for t in tensors)

@@ -113,8 +113,19 @@ def to_device(x, device: str):
 def scatter_add(target, indices, values) -> None:
     """``target[indices] += values`` where repeated indices add up, in place.
 
-    NumPy's ``np.add.at`` on the CPU; ``cupyx.scatter_add`` on the GPU (atomic
-    adds, so the summation order there is not fixed).
+    NumPy's ``np.add.at`` on the CPU; ``cupyx.scatter_add`` on the GPU.  The
+    backward of indexing (``t[idx]``) and of :class:`minigrad.nn.Embedding`
+    goes through here.
+
+    Reproducibility: on the GPU the adds are *atomic*, so the order in which
+    the values landing on one repeated index are summed changes from run to
+    run; float addition is not associative, so a float32 (or float64)
+    gradient row that receives several values can differ in its last bits
+    between two identical runs (float32: a few units of 1e-7 relative).  What
+    is bitwise reproducible: every CPU run (``np.add.at`` adds in index
+    order), GPU scatter-adds where no index repeats (each slot receives one
+    value), and integer dtypes (integer addition is associative).  Tests and
+    ``verify`` compare GPU results with tolerances for this reason.
     """
     if is_cupy_array(target):
         import cupyx  # noqa: PLC0415

@@ -7,21 +7,54 @@ stderr (``minigrad train: error: ...``), never a traceback.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib.util
 import json
 import math
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line on stderr, exit status 2."""
+    """An ArgumentParser whose errors are one line on stderr, exit status 2.
+
+    Flags must be spelled out (``allow_abbrev=False``: ``--accum`` is not
+    ``--accumulation-steps``); a mistyped flag gets the closest real one
+    suggested (:func:`_unrecognized`).
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _flags(parser) -> list[str]:
+    return [s for action in parser._actions for s in action.option_strings]
+
+
+def _unrecognized(parser, extras) -> str:
+    """The one-line message for arguments no parser took: each unknown flag
+    with the closest flag of the command, if one is close (difflib)."""
+    parts = []
+    for token in extras:
+        if not token.startswith("-"):
+            continue
+        flag = token.split("=", 1)[0]
+        prefixed = [f for f in _flags(parser) if f.startswith(flag) and flag.startswith("--")]
+        close = prefixed if len(prefixed) == 1 else \
+            difflib.get_close_matches(flag, _flags(parser), n=1, cutoff=0.6)
+        parts.append(f"{flag} (did you mean {close[0]}?)" if close else flag)
+    if not parts:                   # only stray values, e.g. "minigrad verify extra"
+        return f"unrecognized arguments: {' '.join(extras)}"
+    return (f"unrecognized argument{'s' if len(parts) > 1 else ''} {', '.join(parts)}; "
+            f"see '{parser.prog} --help'")
 
 
 def _number(convert, low, expected):
@@ -56,12 +89,16 @@ def _add_device_and_dtype(parser, default_dtype: str) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``minigrad``, with the ``verify`` and ``train`` commands."""
+    from . import __version__  # noqa: PLC0415 (the package is imported by now)
     parser = _Parser(prog="minigrad", description="minigrad: gradient accumulation, verified "
                      "on real data. Run 'minigrad verify' or 'minigrad train --help'.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{verify,train}")
+    parser.add_argument("--version", action="version", version=f"minigrad {__version__}")
+    # not required: without a command main() prints the usage (exit status 2)
+    commands = parser.add_subparsers(dest="command", metavar="{verify,train}",
+                                     parser_class=_Parser)
 
     verify = commands.add_parser(
-        "verify", help="check that accumulation gives the full-batch update, and where not",
+        "verify", allow_abbrev=False, help="check that accumulation gives the full-batch update, and where not",
         description="Train each model twice from the same parameters, full batch and "
                     "accumulated micro-batches, and compare gradients and parameters. "
                     "Exit status 0 only when every case matches its expectation "
@@ -78,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.set_defaults(command_parser=verify)
 
     train = commands.add_parser(
-        "train", help="train with gradient accumulation on a bundled data set",
+        "train", allow_abbrev=False, help="train with gradient accumulation on a bundled data set",
         description="Train with micro-batches of B items accumulated over K steps (one "
                     "update per B*K items), log the window loss of every update, and "
                     "report the held-out accuracy (digits, mnist) or loss per token "
@@ -200,27 +237,39 @@ def _progress(total: int, enabled: bool, desc: str):
 
 
 def run_train(args) -> int:
-    """``minigrad train``: train, log each update, report the held-out metric."""
+    """``minigrad train``: train, log each update, report the held-out metric.
+
+    A window with a non-finite loss or gradient is skipped by the accumulator
+    (no update): it is logged as skipped, counted apart from the updates, and
+    the run exits with status 1 when not one update was made.
+    """
     from .experiments import training  # noqa: PLC0415
 
     batch = args.micro_batch * args.accumulation_steps
     total = args.epochs * math.ceil(training.TRAIN_SIZES[args.dataset] / batch)
     print(f"minigrad train: {args.dataset}, {args.accumulation_steps} accumulation steps x "
           f"micro-batch {args.micro_batch} = batch {batch}, {args.epochs} "
-          f"epoch(s), {total} updates, {args.optimizer}, {args.device}, {args.dtype}", flush=True)
+          f"epoch(s), {total} windows (one update each), {args.optimizer}, {args.device}, "
+          f"{args.dtype}", flush=True)
     totals = {"accumulated": total, "full-batch": total,
               "micro-batch": args.epochs * math.ceil(training.TRAIN_SIZES[args.dataset]
                                                      / args.micro_batch)}
     bars = {}
+    windows = {}
 
-    def on_update(run, update, epoch, loss):
+    def on_update(run, update, epoch, loss, skipped=False):
+        windows[run] = windows.get(run, 0) + 1
         if run not in bars:           # a new run: close the previous run's bar first
             for previous in bars.values():
                 if previous is not None:
                     previous.close()
             bars[run] = _progress(totals[run], not args.no_progress, run)
         bar = bars[run]
-        line = f"{run:>11}  update {update:4d}  epoch {epoch + 1}  window loss {loss:.6f}"
+        if skipped:
+            line = (f"{run:>11}  skipped      epoch {epoch + 1}  window loss {loss:.6f}  "
+                    f"(window {windows[run]}: non-finite loss or gradient, no update)")
+        else:
+            line = f"{run:>11}  update {update:4d}  epoch {epoch + 1}  window loss {loss:.6f}"
         if bar is None:
             print(line, flush=True)
         else:
@@ -250,19 +299,44 @@ def run_train(args) -> int:
     if args.plot:
         training.plot_losses(result, args.plot)
         print(f"wrote {args.plot}")
-    print(f"done in {result.seconds:.1f} s")
+    print(f"done in {result.seconds:.1f} s: {result.updates} updates")
+    if result.skipped_windows:
+        print(f"{result.skipped_windows} windows skipped (non-finite loss or gradient; "
+              "try a smaller --lr)")
+        if result.updates == 0:
+            print("minigrad train: error: no update was made", file=sys.stderr)
+            return 1
     return 0
+
+
+def _one_line_warnings(prog):
+    """A ``warnings.showwarning`` that prints ``prog: warning: message`` and
+    no source line (a command-line user has no use for it)."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = str(message).splitlines()[0] if str(message) else category.__name__
+        print(f"{prog}: warning: {text}", file=sys.stderr if file is None else file,
+              flush=True)
+    return show
 
 
 def main(argv=None) -> int:
     """Entry point of ``python -m minigrad`` and of the ``minigrad`` script.
 
     Returns the exit status: 0 on success, 1 when ``verify`` finds a verdict
-    that does not match; exits with status 2 (``SystemExit``) on bad flags.
+    that does not match or ``train`` made no update; exits with status 2
+    (``SystemExit``) on bad flags, and without a command (after printing the
+    usage).
     """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        parser.exit(2, "\nminigrad: error: choose a command: verify or train\n")
+    if extras:
+        args.command_parser.error(_unrecognized(args.command_parser, extras))
     _check_environment(args)
-    if args.command == "verify":
-        return run_verify(args)
-    return run_train(args)
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warnings(f"minigrad {args.command}")
+        if args.command == "verify":
+            return run_verify(args)
+        return run_train(args)

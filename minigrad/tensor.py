@@ -117,7 +117,9 @@ class Tensor:
 
     __slots__ = ("_data", "grad", "_requires_grad", "_creator", "_output_index",
                  "name", "__weakref__")
-    __array_priority__ = 100   # numpy_array * tensor calls Tensor.__rmul__
+    # numpy_array * tensor calls Tensor.__rmul__ (and array < tensor calls
+    # Tensor.__gt__): NumPy defers to an operand of higher priority.
+    __array_priority__ = 100
 
     def __init__(self, data, requires_grad: bool = False, name: str | None = None):
         if not (isinstance(data, np.ndarray) or backend.is_cupy_array(data)):
@@ -230,6 +232,26 @@ class Tensor:
         On the CPU this shares memory with ``.data``, like ``torch.Tensor.numpy``.
         """
         return backend.asnumpy(self._data)
+
+    def __array__(self, dtype=None, copy=None):
+        """NumPy's conversion protocol: ``np.asarray(t)``, ``np.array(t)``.
+
+        CPU tensors give their data (no copy unless ``dtype`` differs or
+        ``copy=True``; ``copy=False`` with a dtype change raises ValueError, as
+        NumPy 2 asks).  A GPU tensor raises TypeError: copy it to the host
+        explicitly with ``.numpy()`` (or ``.cpu()``), so no transfer happens
+        by accident.
+        """
+        if self.device != "cpu":
+            raise TypeError(f"cannot convert a tensor on {self.device} to a NumPy array "
+                            f"implicitly; call .numpy() (copies it to the host) or .cpu()")
+        data = self._data
+        if dtype is not None and np.dtype(dtype) != data.dtype:
+            if copy is False:
+                raise ValueError(f"Tensor.__array__: converting dtype {data.dtype} to "
+                                 f"{np.dtype(dtype)} needs a copy, but copy=False")
+            return data.astype(dtype)
+        return data.copy() if copy else data
 
     def item(self):
         """The single value as a Python number; ValueError if size != 1."""
@@ -350,48 +372,68 @@ class Tensor:
         return S.GetItem(_index_arrays(index))(self)
 
     # comparisons give boolean tensors without a graph
-    def _compare(self, other, op):
-        other = other.data if isinstance(other, Tensor) else other
+    def _compare(self, other, op, name):
+        """``op(self, other)`` on the arrays.  An array or Tensor operand goes
+        through the device check every Function's inputs get
+        (:func:`minigrad.autograd.check_same_device`): a NumPy array against a
+        GPU tensor raises minigrad's device error, as ``+`` does."""
+        if isinstance(other, (list, tuple)):
+            other = np.asarray(other)
+        if isinstance(other, np.ndarray) or backend.is_cupy_array(other):
+            other = Tensor(other)
+        if isinstance(other, Tensor):
+            autograd.check_same_device(name, (self, other))
+            other = other._data
         return Tensor(op(self._data, other))
 
     def __eq__(self, other):
-        return self._compare(other, lambda a, b: a == b)
+        return self._compare(other, lambda a, b: a == b, "eq")
 
     def __ne__(self, other):
-        return self._compare(other, lambda a, b: a != b)
+        return self._compare(other, lambda a, b: a != b, "ne")
 
     def __lt__(self, other):
-        return self._compare(other, lambda a, b: a < b)
+        return self._compare(other, lambda a, b: a < b, "lt")
 
     def __le__(self, other):
-        return self._compare(other, lambda a, b: a <= b)
+        return self._compare(other, lambda a, b: a <= b, "le")
 
     def __gt__(self, other):
-        return self._compare(other, lambda a, b: a > b)
+        return self._compare(other, lambda a, b: a > b, "gt")
 
     def __ge__(self, other):
-        return self._compare(other, lambda a, b: a >= b)
+        return self._compare(other, lambda a, b: a >= b, "ge")
 
     # ---------------------------------------------------------------- methods
-    def sum(self, axis=None, keepdims=False):
-        return R.Sum(axis, keepdims)(self)
+    # ``dtype`` and ``out`` let NumPy's np.sum(t) / np.mean(t) / np.max(t),
+    # which call these methods with them, work; ``out`` must stay None.
+    def sum(self, axis=None, keepdims=False, dtype=None, out=None):
+        return R.Sum(axis, keepdims)(_numpy_call_args(self, "sum", dtype, out))
 
-    def mean(self, axis=None, keepdims=False):
-        return R.Mean(axis, keepdims)(self)
+    def mean(self, axis=None, keepdims=False, dtype=None, out=None):
+        return R.Mean(axis, keepdims)(_numpy_call_args(self, "mean", dtype, out))
 
-    def max(self, axis=None, keepdims=False):
-        return R.Max(axis, keepdims)(self)
+    def max(self, axis=None, keepdims=False, out=None):
+        return R.Max(axis, keepdims)(_numpy_call_args(self, "max", None, out))
 
-    def min(self, axis=None, keepdims=False):
-        return R.Min(axis, keepdims)(self)
+    def min(self, axis=None, keepdims=False, out=None):
+        return R.Min(axis, keepdims)(_numpy_call_args(self, "min", None, out))
 
     def var(self, axis=None, keepdims=False, ddof=0):
         """Variance; ``ddof=0`` (biased, NumPy's default) or 1 (unbiased)."""
         return R.Var(axis, keepdims, ddof)(self)
 
+    def norm(self, ord=2, axis=None, keepdims=False):  # noqa: A002 (NumPy's name)
+        """The vector norm; see :func:`minigrad.linalg.vector_norm`."""
+        from .linalg import vector_norm  # noqa: PLC0415 (linalg imports this module)
+        return vector_norm(self, ord, axis, keepdims)
+
     def argmax(self, axis=None):
         if axis is not None:
             axis = R.normalize_axis(axis, self.ndim, "argmax")[0]
+        if self.size == 0 and (axis is None or self.shape[axis] == 0):
+            raise ValueError(f"argmax: cannot take the argmax over an empty axis of a tensor "
+                             f"of shape {self.shape}")
         return Tensor(self._data.argmax(axis=axis))
 
     def reshape(self, *shape):
@@ -459,6 +501,14 @@ class Tensor:
 
 
 autograd._register_tensor_type(Tensor, as_tensor_like)
+
+
+def _numpy_call_args(tensor, name, dtype, out):
+    """The tensor a reduction works on: cast to ``dtype`` if given; ``out``
+    (NumPy's output argument) is not supported."""
+    if out is not None:
+        raise TypeError(f"Tensor.{name}: out= is not supported; use the returned tensor")
+    return tensor if dtype is None else tensor.to(dtype=dtype)
 
 
 def _index_arrays(index):

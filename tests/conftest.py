@@ -64,3 +64,18 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("skipped tests, by reason")
         for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
             terminalreporter.write_line(f"{count:5d}  {reason}")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark what a test needs, so ``-m`` can select it: ``torch`` for the
+    parity tests (they take the ``torch`` fixture or have "parity" in their
+    name), ``gpu`` for the cuda case of device-parametrized tests, and
+    ``notebook`` for the notebooks' cells."""
+    for item in items:
+        if "torch" in getattr(item, "fixturenames", ()) or "parity" in item.name:
+            item.add_marker(pytest.mark.torch)
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("device") == "cuda":
+            item.add_marker(pytest.mark.gpu)
+        if str(getattr(item, "path", "")).endswith(".ipynb"):
+            item.add_marker(pytest.mark.notebook)

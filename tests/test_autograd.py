@@ -18,6 +18,7 @@ def _leaf(data, device="cpu", dtype=np.float64):
 
 
 # ------------------------------------------------------------------ the driver
+@pytest.mark.slow
 def test_long_chain_backpropagates_without_recursion_error():
     n = 100_000
     assert sys.getrecursionlimit() < n

@@ -1,6 +1,7 @@
 """The command line: ``python -m minigrad verify`` and ``train``, their flags and errors."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -23,6 +24,7 @@ def run_module(*args, timeout=300):
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_verify_quick_json(tmp_path):
     path = tmp_path / "verify.json"
     done = run_module("verify", "--quick", "--json", str(path))
@@ -70,6 +72,7 @@ def _flip(result):
     return result
 
 
+@pytest.mark.slow
 def test_verify_plots(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     assert cli.main(["verify", "--quick", "--plots", str(tmp_path / "figures")]) == 0
@@ -88,6 +91,7 @@ def test_train_one_tiny_epoch(capsys):
     assert "held-out accuracy (accumulated 5 x 100):" in out
 
 
+@pytest.mark.slow
 def test_train_writes_a_plot_with_the_full_batch_curve(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     plot = tmp_path / "loss.png"
@@ -137,7 +141,15 @@ BAD_FLAGS = [
     (["train", "--micro-batch", "1000", "--accumulation-steps", "8"],
      "= 8000 exceeds the 1500 training items of digits"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
-    ([], "required"),
+    (["train", "--micro_batch", "16"],
+     "minigrad train: error: unrecognized argument --micro_batch (did you mean --micro-batch?)"),
+    (["train", "--accum", "4"], "--accum (did you mean --accumulation-steps?)"),
+    (["train", "--micro-b", "4"], "--micro-b (did you mean --micro-batch?)"),
+    (["verify", "--quik", "--jsn=x.json"],
+     "minigrad verify: error: unrecognized arguments --quik (did you mean --quick?), --jsn "
+     "(did you mean --json?)"),
+    (["verify", "--frobnicate"], "unrecognized argument --frobnicate; see 'minigrad verify"),
+    (["verify", "stray"], "unrecognized arguments: stray"),
 ]
 
 
@@ -176,3 +188,69 @@ def test_bad_flag_in_a_fresh_interpreter_has_no_traceback():
     assert done.returncode == 2
     assert done.stderr == "minigrad train: error: argument --accumulation-steps: must be >= 1, got 0\n"
     assert done.stdout == ""
+
+
+def test_no_command_prints_the_usage_and_exits_2(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: minigrad") and "verify" in err and "train" in err
+    assert err.rstrip().endswith("minigrad: error: choose a command: verify or train")
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"minigrad {minigrad.__version__}\n"
+
+
+def test_every_parser_refuses_abbreviations():
+    parser = cli.build_parser()
+    subparsers = parser._subparsers._group_actions[0].choices
+    assert parser.allow_abbrev is False
+    assert set(subparsers) == {"verify", "train"}
+    assert all(p.allow_abbrev is False for p in subparsers.values())
+
+
+def test_train_counts_skipped_windows_apart_from_updates(capsys):
+    code = cli.main(["train", "--lr", "1e9", "--epochs", "1", "--no-progress"])
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    updates = [line for line in lines if "  update " in line]
+    skipped = [line for line in lines if "  skipped " in line]
+    assert "12 windows (one update each)" in lines[0]
+    assert len(updates) + len(skipped) == 12 and updates and skipped
+    assert all("window loss inf" in line or "nan" in line for line in skipped)
+    assert updates[-1].split()[2] == str(len(updates))     # update numbers count updates only
+    assert "done in" in captured.out and f": {len(updates)} updates" in captured.out
+    assert f"{len(skipped)} windows skipped" in captured.out
+    assert code == 0                                        # some updates were made
+    # warnings: one clean line each, no source line
+    warning_lines = [line for line in captured.err.splitlines() if line]
+    assert warning_lines and all(line.startswith("minigrad train: warning: ")
+                                 for line in warning_lines)
+    assert "return self._update()" not in captured.err and ".py:" not in captured.err
+
+
+def test_train_exits_1_when_no_update_was_made(monkeypatch, capsys):
+    from minigrad.experiments import training
+    real_load_task = training.load_task
+
+    def diverged(*args, **kwargs):         # every loss non-finite, from the first window
+        task = real_load_task(*args, **kwargs)
+        loss_fn = task.loss_fn
+
+        def infinite_loss(model, batch):
+            loss, items = loss_fn(model, batch)
+            return loss * float("inf"), items
+        return dataclasses.replace(task, loss_fn=infinite_loss)
+
+    monkeypatch.setattr(training, "load_task", diverged)
+    code = cli.main(["train", "--micro-batch", "100", "--accumulation-steps", "5",
+                     "--epochs", "1", "--no-progress"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "3 windows skipped" in captured.out and ": 0 updates" in captured.out
+    assert "minigrad train: error: no update was made" in captured.err

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .char_lm import case_char_lm
+from .class_weights import case_weighted_cross_entropy
 from .cnn_mnist import case_cnn_mnist
 from .exact_batchnorm import case_batchnorm_exact
 from .common import DIFFERS, DIFFERS_THRESHOLD, EQUAL, CaseResult, equal_tolerance
@@ -74,6 +75,10 @@ def verification_cases(quick: bool = False) -> list[Case]:
         Case("cnn-mnist BatchNorm train exact (multi-pass)", eq, case_batchnorm_exact,
              dict(model="cnn", updates=u_cnn)),
         Case("cnn-mnist eval", eq, case_cnn_mnist, dict(mode="eval", updates=u_cnn)),
+        Case("weighted CE 32=8x4, weight sum", eq, case_weighted_cross_entropy,
+             dict(weighting="weight-sum", updates=u)),
+        Case("weighted CE 32=8x4, mean of micro-batch means", diff,
+             case_weighted_cross_entropy, dict(weighting="micro-batch-mean", updates=u)),
     ]
 
 

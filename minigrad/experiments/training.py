@@ -158,8 +158,11 @@ class TrainResult:
     """What :func:`train` measured.
 
     Attributes:
-        losses: the window loss of each update (the item-weighted mean loss of
-            its micro-batches, i.e. the loss of its full batch), shape (updates,).
+        losses: the window loss of each window (the item-weighted mean loss of
+            its micro-batches, i.e. the loss of its full batch), shape (windows,);
+            a skipped window's loss is non-finite.
+        skipped_windows: windows the accumulator skipped for a non-finite loss
+            or gradient (no update); ``updates`` = windows - skipped_windows.
         metric: the held-out accuracy, or per-token loss for shakespeare.
         full_batch_losses, full_batch_metric: the same for the full-batch run
             (batches of B·k), or None when it was not asked for.
@@ -178,6 +181,12 @@ class TrainResult:
     full_batch_metric: float | None = None
     micro_batch_losses: np.ndarray | None = None
     micro_batch_metric: float | None = None
+    skipped_windows: int = 0
+
+    @property
+    def updates(self) -> int:
+        """Optimizer updates of the accumulated run (windows minus skipped ones)."""
+        return len(self.losses) - self.skipped_windows
 
     @property
     def max_loss_gap(self) -> float | None:
@@ -193,7 +202,11 @@ def train_accumulated(task: Task, model, optimizer, *, micro_batch: int, accumul
                       epochs: int, seed: int, on_update=None) -> list[float]:
     """The training loop with gradient accumulation; returns the window loss per update.
 
-    ``on_update(update, epoch, window_loss)`` is called after every update.
+    ``on_update(update, epoch, window_loss, skipped)`` is called after every
+    window: ``update`` counts the updates made so far, and ``skipped`` is True
+    for a window the accumulator skipped (a non-finite loss or gradient), which
+    made no update.  The returned list holds every window's loss, skipped
+    ones included.
     """
     accumulator = optim.GradientAccumulator(optimizer, accumulation_steps)
     rng = np.random.default_rng(seed)
@@ -208,10 +221,10 @@ def train_accumulated(task: Task, model, optimizer, *, micro_batch: int, accumul
                 accumulator.backward(loss, num_items=num_items)
                 updated = accumulator.step()
             if not updated:           # the epoch's last window is short
-                accumulator.flush()
+                updated = accumulator.flush()
             losses.append(accumulator.window_loss)
             if on_update is not None:
-                on_update(len(losses), epoch, accumulator.window_loss)
+                on_update(accumulator.updates, epoch, accumulator.window_loss, not updated)
     return losses
 
 
@@ -230,7 +243,7 @@ def train_full_batch(task: Task, model, optimizer, *, batch_size: int, epochs: i
             optimizer.step()
             losses.append(float(loss.item()))
             if on_update is not None:
-                on_update(len(losses), epoch, losses[-1])
+                on_update(len(losses), epoch, losses[-1], False)
     return losses
 
 
@@ -255,9 +268,11 @@ def train(dataset: str = "digits", *, micro_batch: int = 16, accumulation_steps:
         compare_micro_batch: also train a copy with plain batches of B (one
             update per micro-batch, no accumulation): with B = 1 its curve
             shows the noise that accumulation over k micro-batches removes.
-        on_update: ``on_update(run, update, epoch, loss)`` after every update,
-            ``run`` being ``"accumulated"``, ``"full-batch"`` or
-            ``"micro-batch"`` (for logs and progress bars).
+        on_update: ``on_update(run, update, epoch, loss, skipped)`` after every
+            window, ``run`` being ``"accumulated"``, ``"full-batch"`` or
+            ``"micro-batch"`` (for logs and progress bars); ``update`` counts
+            the updates made so far and ``skipped`` marks a window skipped for
+            a non-finite loss or gradient (see :func:`train_accumulated`).
 
     Returns:
         a :class:`TrainResult`.
@@ -289,13 +304,23 @@ def train(dataset: str = "digits", *, micro_batch: int = 16, accumulation_steps:
     task = load_task(dataset, device=device, dtype=dtype)
 
     def report(run):
-        return None if on_update is None else (lambda u, e, loss: on_update(run, u, e, loss))
+        if on_update is None:
+            return None
+        return lambda u, e, loss, skipped: on_update(run, u, e, loss, skipped)
+
+    skipped = []
+
+    def count_skipped(u, e, loss, was_skipped):
+        skipped.append(was_skipped)
+        if on_update is not None:
+            on_update("accumulated", u, e, loss, was_skipped)
 
     model = build_model(task.make_model, seed=seed, device=device, dtype=dtype)
     losses = train_accumulated(task, model, make_optimizer(optimizer, model.parameters(), lr),
                                micro_batch=micro_batch, accumulation_steps=accumulation_steps,
-                               epochs=epochs, seed=seed, on_update=report("accumulated"))
-    result = TrainResult(np.array(losses), task.evaluate(model), task.metric_name, settings, 0.0)
+                               epochs=epochs, seed=seed, on_update=count_skipped)
+    result = TrainResult(np.array(losses), task.evaluate(model), task.metric_name, settings, 0.0,
+                         skipped_windows=int(sum(skipped)))
     if compare_full_batch:
         reference = build_model(task.make_model, seed=seed, device=device, dtype=dtype)
         full = train_full_batch(task, reference,

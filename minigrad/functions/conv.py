@@ -40,21 +40,49 @@ def pair(value, name):
     raise TypeError(f"{name} must be an int or a pair of ints, got {value!r}")
 
 
-def output_size(size, kernel, stride, padding, dilation):
-    """Output length along one axis (PyTorch's formula, floor division):
+def output_size(size, kernel, stride, padding, dilation, ceil_mode=False):
+    """Output length along one axis (PyTorch's formula):
 
         out = (size + 2·padding - dilation·(kernel - 1) - 1) // stride + 1
+
+    ``padding`` is one int (both sides) or a pair (before, after), whose sum
+    replaces 2·padding.  ``ceil_mode`` (pooling) rounds the division up, but
+    drops a last window that would start beyond the input and its leading
+    padding, as PyTorch does.
     """
-    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+    before, after = side_pads(padding)
+    span = size + before + after - dilation * (kernel - 1) - 1
+    if not ceil_mode:
+        return span // stride + 1
+    out = -(-span // stride) + 1
+    if (out - 1) * stride >= size + before:
+        out -= 1
+    return out
+
+
+def side_pads(padding):
+    """One axis's padding as (before, after): ``2 -> (2, 2)``, ``(1, 2) -> (1, 2)``."""
+    if isinstance(padding, (tuple, list)):
+        return int(padding[0]), int(padding[1])
+    return int(padding), int(padding)
+
+
+def pads4(padding):
+    """Padding of the last two axes as ((top, bottom), (left, right)).
+
+    Accepts ``(ph, pw)`` (symmetric) or ``((top, bottom), (left, right))``.
+    """
+    return side_pads(padding[0]), side_pads(padding[1])
 
 
 def pad2d(x, padding, value=0.0):
-    """Pad the last two axes of an (N, C, H, W) array by ``padding = (ph, pw)``."""
-    ph, pw = padding
-    if ph == 0 and pw == 0:
+    """Pad the last two axes of an (N, C, H, W) array by ``padding``: ``(ph, pw)``
+    on both sides, or ``((top, bottom), (left, right))``."""
+    (pt, pb), (pl, pr) = pads4(padding)
+    if pt == pb == pl == pr == 0:
         return x
     xp = get_array_module(x)
-    return xp.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), mode="constant",
+    return xp.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), mode="constant",
                   constant_values=value)
 
 
@@ -93,27 +121,30 @@ def fold_windows(dwin, padded_shape, stride, dilation):
 
 
 def crop2d(x, padding):
-    """Remove ``padding = (ph, pw)`` from the last two axes (inverse of :func:`pad2d`)."""
-    ph, pw = padding
+    """Remove ``padding`` (as in :func:`pad2d`) from the last two axes (its inverse)."""
+    (pt, pb), (pl, pr) = pads4(padding)
     h, w = x.shape[-2:]
-    return x[:, :, ph:h - ph, pw:w - pw]
+    return x[:, :, pt:h - pb, pl:w - pr]
 
 
-def check_windows(name, in_hw, kernel, stride, padding, dilation):
+def check_windows(name, in_hw, kernel, stride, padding, dilation, ceil_mode=False):
     """Validate window options and return the output size (OH, OW).
+
+    ``padding`` is ``(ph, pw)`` or ``((top, bottom), (left, right))``.
 
     Raises ValueError when a kernel, stride or dilation is < 1, a padding is
     negative, or the (dilated) kernel does not fit in the padded input.
     """
+    pads = pads4(padding)
     for label, value, low in (("kernel_size", kernel, 1), ("stride", stride, 1),
-                              ("dilation", dilation, 1), ("padding", padding, 0)):
+                              ("dilation", dilation, 1), ("padding", pads[0] + pads[1], 0)):
         if min(value) < low:
             raise ValueError(f"{name}: {label} must be >= {low}, got {value}")
-    out = tuple(output_size(in_hw[a], kernel[a], stride[a], padding[a], dilation[a])
+    out = tuple(output_size(in_hw[a], kernel[a], stride[a], pads[a], dilation[a], ceil_mode)
                 for a in (0, 1))
     if min(out) < 1:
         span = tuple(dilation[a] * (kernel[a] - 1) + 1 for a in (0, 1))
-        padded = tuple(in_hw[a] + 2 * padding[a] for a in (0, 1))
+        padded = tuple(in_hw[a] + sum(pads[a]) for a in (0, 1))
         raise ValueError(f"{name}: the kernel (dilated size {span[0]}x{span[1]}) is larger "
                          f"than the padded input ({padded[0]}x{padded[1]}); the output "
                          f"would have size {out[0]}x{out[1]}")
@@ -121,50 +152,59 @@ def check_windows(name, in_hw, kernel, stride, padding, dilation):
 
 
 class Conv2d(Function):
-    """Cross-correlation of x (N, C, H, W) with weight (O, C, KH, KW), plus bias (O,).
+    """Cross-correlation of x (N, C, H, W) with weight (O, C/G, KH, KW), plus bias (O,).
 
-    Output (N, O, OH, OW) with OH = (H + 2·ph - dh·(KH - 1) - 1) // sh + 1 (same
-    for OW), as ``torch.nn.functional.conv2d`` with ``groups=1``.  Inputs are
+    Output (N, O, OH, OW) with OH = (H + pt + pb - dh·(KH - 1) - 1) // sh + 1
+    (same for OW), as ``torch.nn.functional.conv2d``.  ``padding`` is
+    ``(ph, pw)`` or ``((top, bottom), (left, right))``.  With ``groups`` G the
+    channels split into G groups: output channels [g·O/G, (g+1)·O/G) see only
+    input channels [g·C/G, (g+1)·C/G); im2col then gives G products at once,
+    ``(G, O/G, C/G·KH·KW) @ (G, C/G·KH·KW, N·OH·OW)``.  Inputs are
     ``(x, weight)`` or ``(x, weight, bias)``.  Shapes are checked by
     :func:`minigrad.nn.functional.conv2d` before this runs.
     """
 
-    def __init__(self, stride=(1, 1), padding=(0, 0), dilation=(1, 1)):
+    def __init__(self, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
         self.stride, self.padding, self.dilation = stride, padding, dilation
+        self.groups = groups
 
     def forward(self, x, weight, bias=None):
         xp = get_array_module(x)
         n, c, h, w = x.shape
-        o, _, kh, kw = weight.shape
+        o, cg, kh, kw = weight.shape
+        g = self.groups
         oh, ow = check_windows("conv2d", (h, w), (kh, kw), self.stride, self.padding,
                                self.dilation)
         xpad = pad2d(x, self.padding)
         win = sliding_windows(xpad, (kh, kw), self.stride, self.dilation, (oh, ow))
-        # im2col: (C, KH, KW, N, OH, OW) -> (C·KH·KW, N·OH·OW); OW is innermost
-        # in the view, so this copy reads the input mostly contiguously.
-        cols = win.transpose(1, 2, 3, 0, 4, 5).reshape(c * kh * kw, n * oh * ow)
-        w2 = weight.reshape(o, c * kh * kw)
-        out = (w2 @ cols).reshape(o, n, oh, ow)
+        # im2col: (C, KH, KW, N, OH, OW) -> (G, C/G·KH·KW, N·OH·OW); OW is
+        # innermost in the view, so this copy reads the input mostly contiguously.
+        cols = win.transpose(1, 2, 3, 0, 4, 5).reshape(g, cg * kh * kw, n * oh * ow)
+        w3 = weight.reshape(g, o // g, cg * kh * kw)
+        out = (w3 @ cols).reshape(o, n, oh, ow)
         if bias is not None:
             out += bias.reshape(o, 1, 1, 1)
         self.cols, self.weight = cols, weight
         self.x_shape, self.padded_shape = x.shape, xpad.shape
         return xp.ascontiguousarray(out.transpose(1, 0, 2, 3))
 
-    def backward(self, g):
+    def backward(self, grad):
+        xp = get_array_module(grad)
         n, c, _, _ = self.x_shape
-        o, _, kh, kw = self.weight.shape
-        oh, ow = g.shape[2:]
-        g2 = g.transpose(1, 0, 2, 3).reshape(o, n * oh * ow)     # (O, N·OH·OW)
+        o, cg, kh, kw = self.weight.shape
+        g = self.groups
+        oh, ow = grad.shape[2:]
+        g3 = grad.transpose(1, 0, 2, 3).reshape(g, o // g, n * oh * ow)   # (G, O/G, M)
         needs = self.needs_input_grad
         dx = dw = db = None
         if needs[0]:
-            dcols = self.weight.reshape(o, c * kh * kw).T @ g2     # (C·KH·KW, N·OH·OW)
+            w3 = self.weight.reshape(g, o // g, cg * kh * kw)
+            dcols = xp.swapaxes(w3, 1, 2) @ g3                    # (G, C/G·KH·KW, M)
             dwin = dcols.reshape(c, kh, kw, n, oh, ow).transpose(3, 0, 1, 2, 4, 5)
             dxpad = fold_windows(dwin, self.padded_shape, self.stride, self.dilation)
             dx = crop2d(dxpad, self.padding)
         if needs[1]:
-            dw = (g2 @ self.cols.T).reshape(self.weight.shape)
+            dw = (g3 @ xp.swapaxes(self.cols, 1, 2)).reshape(self.weight.shape)
         if len(needs) > 2 and needs[2]:
-            db = g.sum(axis=(0, 2, 3))
+            db = grad.sum(axis=(0, 2, 3))
         return (dx, dw) if len(needs) == 2 else (dx, dw, db)

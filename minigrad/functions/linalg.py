@@ -1,7 +1,10 @@
 """Matrix multiplication with NumPy's ``matmul`` rules (2-d, batched, 1-d operands)."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd import Function, unbroadcast
+from ..backend import get_array_module
 from .elementwise import _promote
 
 
@@ -53,3 +56,73 @@ class MatMul(Function):
             gb = a2.swapaxes(-1, -2) @ g2
             gb = unbroadcast(gb, b2.shape).reshape(b.shape)
         return ga, gb
+
+
+class VectorNorm(Function):
+    """The vector ``ord``-norm of x over ``axes`` (``torch.linalg.vector_norm``):
+
+    * ord = p (p > 0, finite): (Σ |x|^p)^(1/p); p = 2 is the Euclidean norm;
+    * ord = inf / -inf: max |x| / min |x|;
+    * ord = 0: the number of non-zero entries (gradient 0).
+
+    Backward, with n the norm:  p finite: g·sign(x)·|x|^(p-1) / n^(p-1)
+    (g·x / n for p = 2, g·sign(x) for p = 1); ±inf: g·sign(x) shared evenly by
+    the entries where |x| = n.  Where n = 0 (the zero vector) the gradient is
+    0, the subgradient PyTorch picks, not the 0/0 = nan of the formula.
+    """
+
+    def __init__(self, ord=2, axis=None, keepdims=False):  # noqa: A002 (NumPy's name)
+        self.ord, self.axis, self.keepdims = ord, axis, keepdims
+
+    def forward(self, x):
+        from .reduction import normalize_axis  # noqa: PLC0415 (sibling, no cycle)
+        xp = get_array_module(x)
+        if x.dtype.kind != "f":
+            raise TypeError(f"vector_norm: expected a floating-point tensor, got dtype "
+                            f"{x.dtype}")
+        self.axes = normalize_axis(self.axis, x.ndim, "vector_norm")
+        p = self.ord
+        if np.isinf(p) and any(x.shape[a] == 0 for a in self.axes):
+            raise ValueError(f"vector_norm: ord={p} of an empty tensor of shape "
+                             f"{tuple(x.shape)} over axes {self.axes} is undefined "
+                             "(no maximum of nothing)")
+        a = xp.abs(x)
+        if p == np.inf:
+            n = a.max(axis=self.axes, keepdims=True)
+        elif p == -np.inf:
+            n = a.min(axis=self.axes, keepdims=True)
+        elif p == 0:
+            n = (a != 0).sum(axis=self.axes, keepdims=True).astype(x.dtype)
+        elif p == 1:
+            n = a.sum(axis=self.axes, keepdims=True)
+        elif p == 2:
+            n = xp.sqrt((x * x).sum(axis=self.axes, keepdims=True))
+        else:
+            n = (a ** p).sum(axis=self.axes, keepdims=True) ** (1.0 / p)
+        self.x, self.n = x, n
+        if self.keepdims:
+            return n
+        return n.reshape([s for i, s in enumerate(x.shape) if i not in self.axes])
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        x, n, p = self.x, self.n, self.ord
+        if not self.keepdims:
+            g = g.reshape(n.shape)
+        if p == 0:
+            return xp.zeros_like(x)
+        zero = n == 0
+        safe_n = xp.where(zero, 1, n)
+        if p == 2:
+            grad = x / safe_n
+        elif p == 1:
+            grad = xp.sign(x)
+        elif np.isinf(p):
+            hit = xp.abs(x) == n
+            grad = xp.sign(x) * hit / hit.sum(axis=self.axes, keepdims=True)
+        else:
+            a = xp.abs(x)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                power = xp.where(a == 0, 0, a ** (p - 1))
+            grad = xp.sign(x) * power / safe_n ** (p - 1)
+        return (xp.where(zero, 0, g * grad)).astype(x.dtype, copy=False)

@@ -6,6 +6,8 @@ Fusing log-softmax with the negative log-likelihood gives the short backward
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from ..autograd import Function, unbroadcast
@@ -14,6 +16,15 @@ from .elementwise import stable_sigmoid
 from .softmax import log_softmax_array
 
 REDUCTIONS = ("mean", "sum", "none")
+
+
+def check_ignore_index(name, ignore_index):
+    """ignore_index must be an int: PyTorch's third positional argument is the
+    class weight, so ``cross_entropy(x, y, w)`` copied from PyTorch lands here."""
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, numbers.Integral):
+        raise TypeError(f"{name}: ignore_index must be an int, got "
+                        f"{type(ignore_index).__name__}; pass class weights by keyword, "
+                        "weight=...")
 
 
 def check_reduction(name, reduction):
@@ -79,18 +90,25 @@ class CrossEntropy(Function):
     target (N, d1, ...) of integers.  Per kept position i (target ≠
     ignore_index), with ε = label_smoothing and log p = log_softmax(logits):
 
-        loss_i = (1 - ε)·(-log p[y_i]) + (ε / C)·Σ_c (-log p[c])
+        loss_i = (1 - ε)·w[y_i]·(-log p[y_i]) + (ε / C)·Σ_c w[c]·(-log p[c])
 
+    with class weights w (all 1 when ``weight`` is None)
     (``torch.nn.functional.cross_entropy``; label smoothing from Szegedy et al.,
-    2016, arXiv:1512.00567).  Ignored positions give 0.  "mean" divides by the
-    number of kept positions (0/0 = nan when all are ignored, as PyTorch),
-    "sum" adds, "none" returns the shape of ``target``.
+    2016, arXiv:1512.00567).  Ignored positions give 0.  "mean" divides by
+    Σ w[y_i] over the kept positions (their number when unweighted; 0/0 = nan
+    when all are ignored, as PyTorch), "sum" adds, "none" returns the shape of
+    ``target``.
 
-    Backward: d loss_i / d logits = softmax - ((1 - ε)·onehot(y_i) + ε/C).
+    Backward: d loss_i / d logits = (1-ε)·w[y_i]·(softmax - onehot(y_i))
+    + (ε/C)·(Σ_c w[c]·softmax - w); unweighted, softmax - ((1 - ε)·onehot(y_i) + ε/C).
+    The class weights get no gradient.
     """
 
-    def __init__(self, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    def __init__(self, ignore_index=-100, reduction="mean", label_smoothing=0.0,
+                 weight=None):
         check_reduction("cross_entropy", reduction)
+        check_ignore_index("cross_entropy", ignore_index)
+        self.weight = weight
         if not 0.0 <= label_smoothing <= 1.0:
             raise ValueError(f"cross_entropy: label_smoothing must lie in [0, 1], got "
                              f"{label_smoothing}")
@@ -105,16 +123,20 @@ class CrossEntropy(Function):
         _check_targets(t, num_classes, self.ignore_index, "cross_entropy")
         keep = t != self.ignore_index
         safe_t = xp.where(keep, t, 0)
+        w = _check_class_weight(self.weight, num_classes, logits, "cross_entropy")
         logp = log_softmax_array(z, axis=1)
         rows = xp.arange(z.shape[0])
         loss = -logp[rows, safe_t]
         eps = self.label_smoothing
+        if w is not None:
+            loss = loss * w[safe_t]
         if eps > 0:
-            loss = (1.0 - eps) * loss - (eps / num_classes) * logp.sum(axis=1)
+            smooth = logp.sum(axis=1) if w is None else logp @ w
+            loss = (1.0 - eps) * loss - (eps / num_classes) * smooth
         loss = xp.where(keep, loss, 0.0).astype(logits.dtype, copy=False)
-        self.logp, self.safe_t, self.keep = logp, safe_t, keep
+        self.logp, self.safe_t, self.keep, self.w = logp, safe_t, keep, w
         self.logits_shape = logits.shape
-        self.count = keep.sum()
+        self.count = _kept_total(keep, safe_t, w)
         return _reduce_kept(loss, self.reduction, self.count, target.shape, logits.dtype)
 
     def backward(self, g):
@@ -122,24 +144,40 @@ class CrossEntropy(Function):
         eps = self.label_smoothing
         grad = xp.exp(self.logp)                          # softmax, (M, C)
         num_classes = grad.shape[1]
-        if eps > 0:
-            grad -= eps / num_classes
-        grad[xp.arange(grad.shape[0]), self.safe_t] -= 1.0 - eps
+        rows = xp.arange(grad.shape[0])
+        w = self.w
+        if w is None:
+            if eps > 0:
+                grad -= eps / num_classes
+            grad[rows, self.safe_t] -= 1.0 - eps
+        else:
+            # (1-ε)·w_y·(p - onehot(y)) + (ε/C)·(Σ_c w_c · p - w)
+            w_y = w[self.safe_t]
+            coef = (1.0 - eps) * w_y + (eps / num_classes) * w.sum()
+            smooth = grad * coef[:, None]
+            if eps > 0:
+                smooth -= (eps / num_classes) * w
+            smooth[rows, self.safe_t] -= (1.0 - eps) * w_y
+            grad = smooth
         weight = _kept_weights(g, self.reduction, self.keep, self.count)
         grad *= weight.reshape(-1, 1).astype(grad.dtype, copy=False)
         return restore_layout(grad, self.logits_shape), None
 
 
 class NLLLoss(Function):
-    """Negative log-likelihood: loss_i = -input[i, y_i] for kept positions.
+    """Negative log-likelihood: loss_i = -w[y_i]·input[i, y_i] for kept positions
+    (w = 1 without class weights).
 
     Inputs: log-probabilities (N, C) or (N, C, d1, ...), integer target
-    (N, d1, ...).  Reductions and ignore_index as :class:`CrossEntropy`.
-    Backward: -g (or -g / count) at the target entries, 0 elsewhere.
+    (N, d1, ...).  Reductions, weights and ignore_index as :class:`CrossEntropy`
+    ("mean" divides by Σ w[y_i] over the kept positions).
+    Backward: -w[y_i]·g (or -w[y_i]·g / Σ w) at the target entries, 0 elsewhere.
     """
 
-    def __init__(self, ignore_index=-100, reduction="mean"):
+    def __init__(self, ignore_index=-100, reduction="mean", weight=None):
         check_reduction("nll_loss", reduction)
+        check_ignore_index("nll_loss", ignore_index)
+        self.weight = weight
         self.ignore_index = ignore_index
         self.reduction = reduction
 
@@ -147,26 +185,56 @@ class NLLLoss(Function):
         xp = get_array_module(logp)
         z, t = _classes_last(logp, target, "nll_loss")
         _check_targets(t, z.shape[1], self.ignore_index, "nll_loss")
+        w = _check_class_weight(self.weight, z.shape[1], logp, "nll_loss")
         keep = t != self.ignore_index
         safe_t = xp.where(keep, t, 0)
-        loss = xp.where(keep, -z[xp.arange(z.shape[0]), safe_t], 0.0).astype(logp.dtype)
+        picked = -z[xp.arange(z.shape[0]), safe_t]
+        if w is not None:
+            picked = picked * w[safe_t]
+        loss = xp.where(keep, picked, 0.0).astype(logp.dtype)
         self.safe_t, self.keep, self.flat_shape = safe_t, keep, z.shape    # (M, C)
-        self.logits_shape = logp.shape
-        self.count = keep.sum()
+        self.logits_shape, self.w = logp.shape, w
+        self.count = _kept_total(keep, safe_t, w)
         return _reduce_kept(loss, self.reduction, self.count, target.shape, logp.dtype)
 
     def backward(self, g):
         xp = get_array_module(g)
         weight = _kept_weights(g, self.reduction, self.keep, self.count)
+        if self.w is not None:
+            weight = weight * self.w[self.safe_t]
         grad = xp.zeros(self.flat_shape, dtype=g.dtype)
         grad[xp.arange(self.flat_shape[0]), self.safe_t] = -weight.astype(g.dtype, copy=False)
         return restore_layout(grad, self.logits_shape), None
 
 
+def _check_class_weight(weight, num_classes, scores, name):
+    """The class weights as an array of the scores' dtype, or None.
+
+    Raises ValueError unless ``weight`` has shape (C,), TypeError unless it is
+    floating point.
+    """
+    if weight is None:
+        return None
+    if tuple(weight.shape) != (num_classes,):
+        raise ValueError(f"{name}: weight of shape {tuple(weight.shape)} does not match "
+                         f"C={num_classes} classes; expected shape ({num_classes},), one "
+                         f"weight per class")
+    if weight.dtype.kind != "f":
+        raise TypeError(f"{name}: weight must be floating point, got dtype {weight.dtype}")
+    return weight.astype(scores.dtype, copy=False)
+
+
+def _kept_total(keep, safe_t, w):
+    """The "mean" divisor: the number of kept positions, or Σ w[y_i] over them."""
+    if w is None:
+        return keep.sum()
+    return (w[safe_t] * keep).sum()
+
+
 def _reduce_kept(loss, reduction, count, target_shape, dtype):
     """Reduce per-position losses (ignored positions hold 0): "none" keeps the
     target's shape, "sum" adds, "mean" divides by ``count``, the number of
-    positions kept (0 kept gives nan, as in PyTorch)."""
+    positions kept or their total class weight (0 kept gives nan, as in PyTorch)."""
     if reduction == "none":
         return loss.reshape(target_shape)
     if reduction == "sum":
@@ -190,7 +258,10 @@ def reduce_loss(loss, reduction):
     """Apply "mean" | "sum" | "none" to an elementwise loss array."""
     if reduction == "none":
         return loss
-    return loss.sum() if reduction == "sum" else loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    with np.errstate(invalid="ignore", divide="ignore"):    # no elements: 0/0 = nan
+        return loss.sum() / loss.size
 
 
 def expand_reduced_grad(g, shape, reduction, dtype):
@@ -201,7 +272,8 @@ def expand_reduced_grad(g, shape, reduction, dtype):
     size = 1
     for s in shape:
         size *= s
-    scale = g if reduction == "sum" else g / size
+    with np.errstate(invalid="ignore", divide="ignore"):    # size 0: nothing receives it
+        scale = g if reduction == "sum" else g / size
     return xp.broadcast_to(xp.asarray(scale, dtype=dtype), shape)
 
 
@@ -212,27 +284,31 @@ class BCEWithLogits(Function):
 
     with softplus(-x) = log(1 + exp(-|x|)) + max(-x, 0), the log-sum-exp form
     that is finite for any finite x (``torch.nn.BCEWithLogitsLoss``).  x, y
-    (and w) broadcast together.  Gradients:
+    (and w) broadcast together; an optional constant ``weight`` multiplies each
+    element's loss (and its gradients).  Gradients:
     dx = (1 - y) - (1 + (w-1)y)·sigmoid(-x), dy = -x + (w - 1)·softplus(-x),
     dw = y·softplus(-x).
     """
 
-    def __init__(self, reduction="mean"):
+    def __init__(self, reduction="mean", weight=None):
         check_reduction("binary_cross_entropy_with_logits", reduction)
         self.reduction = reduction
+        self.weight = weight      # a constant rescaling each element (no gradient)
 
     def forward(self, x, y, pos_weight=None):
-        shapes = [a.shape for a in (x, y, pos_weight) if a is not None]
+        shapes = [a.shape for a in (x, y, pos_weight, self.weight) if a is not None]
         try:
             np.broadcast_shapes(*shapes)
         except ValueError:
             raise ValueError(f"binary_cross_entropy_with_logits: input, target (and "
-                             f"pos_weight) of shapes {', '.join(map(str, shapes))} cannot "
+                             f"pos_weight, weight) of shapes {', '.join(map(str, shapes))} cannot "
                              "be broadcast together") from None
         xp = get_array_module(x)
         softplus = xp.log1p(xp.exp(-xp.abs(x))) + xp.maximum(-x, 0)
         log_weight = 1.0 if pos_weight is None else 1.0 + (pos_weight - 1.0) * y
         loss = (1.0 - y) * x + log_weight * softplus
+        if self.weight is not None:
+            loss = loss * self.weight.astype(x.dtype, copy=False)
         self.x, self.y, self.w = x, y, pos_weight
         self.softplus, self.log_weight, self.shape = softplus, log_weight, loss.shape
         return reduce_loss(loss, self.reduction).astype(x.dtype, copy=False)
@@ -240,6 +316,8 @@ class BCEWithLogits(Function):
     def backward(self, g):
         x, y, w = self.x, self.y, self.w
         g = expand_reduced_grad(g, self.shape, self.reduction, x.dtype)
+        if self.weight is not None:
+            g = g * self.weight.astype(x.dtype, copy=False)
         need = self.needs_input_grad
         gx = unbroadcast(g * ((1.0 - y) - self.log_weight * stable_sigmoid(-x)),
                          x.shape) if need[0] else None
@@ -251,3 +329,70 @@ class BCEWithLogits(Function):
             return gx, gy
         gw = unbroadcast(g * y * self.softplus, w.shape) if need[2] else None
         return gx, gy, gw
+
+
+#: PyTorch clamps the logs of binary_cross_entropy at -100 (so p = 0 or 1 stays finite).
+LOG_CLAMP = -100.0
+#: ... and divides its gradient by max(p·(1 - p), 1e-12), 1e-12 being a float32
+#: constant there (9.99999996e-13), copied here so the gradients match to the bit.
+BCE_GRAD_EPS = float(np.float32(1e-12))
+
+
+class BCE(Function):
+    """Binary cross-entropy on probabilities p with targets y (same shape),
+    optional elementwise weight w (a constant that broadcasts to p):
+
+        loss = -w·(y·max(log p, -100) + (1 - y)·max(log(1 - p), -100))
+
+    (``torch.nn.functional.binary_cross_entropy``, whose clamp at -100 this
+    copies).  Gradients, as PyTorch computes them:
+    dp = w·(p - y) / max(p·(1 - p), 1e-12), dy = -w·(max(log p, -100) - max(log(1 - p), -100)).
+    (dy is the derivative of the clamped loss, finite at p = 0 or 1, where
+    PyTorch's unclamped formula gives ±inf.)
+    """
+
+    def __init__(self, reduction="mean", weight=None):
+        check_reduction("binary_cross_entropy", reduction)
+        self.reduction, self.weight = reduction, weight
+
+    def forward(self, p, y):
+        xp = get_array_module(p)
+        if p.dtype.kind != "f":
+            raise TypeError(f"binary_cross_entropy: input must be floating point, got "
+                            f"dtype {p.dtype}")
+        if p.size and bool(((p < 0) | (p > 1) | xp.isnan(p)).any()):
+            raise ValueError("binary_cross_entropy: every input value must lie in [0, 1] "
+                             "(probabilities); for logits use "
+                             "binary_cross_entropy_with_logits")
+        w = self.weight
+        if w is not None:
+            try:
+                np.broadcast_shapes(w.shape, p.shape)
+            except ValueError:
+                raise ValueError(f"binary_cross_entropy: weight of shape {tuple(w.shape)} "
+                                 f"does not broadcast to the input's shape "
+                                 f"{tuple(p.shape)}") from None
+            w = w.astype(p.dtype, copy=False)
+        with np.errstate(divide="ignore"):
+            log_p = xp.maximum(xp.log(p), LOG_CLAMP)
+            log_q = xp.maximum(xp.log1p(-p), LOG_CLAMP)
+        loss = -(y * log_p + (1.0 - y) * log_q)
+        if w is not None:
+            loss = loss * w
+        self.p, self.y, self.w = p, y, w
+        self.log_p, self.log_q, self.shape = log_p, log_q, loss.shape
+        return reduce_loss(loss, self.reduction).astype(p.dtype, copy=False)
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        p, y, w = self.p, self.y, self.w
+        g = expand_reduced_grad(g, self.shape, self.reduction, p.dtype)
+        if w is not None:
+            g = g * w
+        need = self.needs_input_grad
+        gp = gy = None
+        if need[0]:
+            gp = g * (p - y) / xp.maximum(p * (1.0 - p), BCE_GRAD_EPS)
+        if need[1]:
+            gy = -g * (self.log_p - self.log_q)
+        return gp, gy

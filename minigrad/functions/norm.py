@@ -25,19 +25,36 @@ from ..autograd import Function
 from ..backend import get_array_module
 
 
+def _prod(sizes):
+    out = 1
+    for s in sizes:
+        out *= s
+    return out
+
+
 def normalized_grad(dxhat, xhat, inv_std, axes):
     """Gradient of x̂ = (x - μ)/σ through μ and σ: (1/σ)(dx̂ - mean(dx̂) - x̂·mean(dx̂·x̂)).
 
     ``axes`` are the axes that μ and σ reduce over; ``inv_std`` = 1/σ is
     broadcastable against ``xhat`` (keepdims shape).
     """
+    if dxhat.size == 0:                     # an empty batch: nothing to send back
+        return get_array_module(dxhat).zeros_like(dxhat)
     mean_d = dxhat.mean(axis=axes, keepdims=True)
     mean_dx = (dxhat * xhat).mean(axis=axes, keepdims=True)
     return inv_std * (dxhat - mean_d - xhat * mean_dx)
 
 
 def moments(x, axes):
-    """Mean and biased variance over ``axes`` (keepdims), by two passes."""
+    """Mean and biased variance over ``axes`` (keepdims), by two passes.
+
+    Over axes holding no values (a batch of 0 for BatchNorm) both are 0:
+    they normalize nothing, and the empty output needs no nan.
+    """
+    if any(x.shape[a] == 0 for a in axes):
+        xp = get_array_module(x)
+        shape = tuple(1 if a in axes else s for a, s in enumerate(x.shape))
+        return xp.zeros(shape, dtype=x.dtype), xp.zeros(shape, dtype=x.dtype)
     mean = x.mean(axis=axes, keepdims=True)
     centered = x - mean
     return mean, (centered * centered).mean(axis=axes, keepdims=True)
@@ -161,7 +178,9 @@ class GroupNorm(Function):
     def forward(self, x, weight=None, bias=None):
         xp = get_array_module(x)
         n = x.shape[0]
-        grouped = x.reshape(n, self.num_groups, -1)           # (N, G, C/G · spatial)
+        # explicit sizes, not -1: a batch of 0 must reshape too
+        self.grouped_shape = (n, self.num_groups, _prod(x.shape[1:]) // self.num_groups)
+        grouped = x.reshape(self.grouped_shape)               # (N, G, C/G · spatial)
         mean, var = moments(grouped, (2,))
         self.inv_std = 1.0 / xp.sqrt(var + self.eps)            # (N, G, 1)
         self.xhat = ((grouped - mean) * self.inv_std).reshape(x.shape)
@@ -173,8 +192,8 @@ class GroupNorm(Function):
         dxhat = g if len(needs) == 1 else g * self.weight
         dx = None
         if needs[0]:
-            dx = normalized_grad(dxhat.reshape(n, self.num_groups, -1),
-                                 self.xhat.reshape(n, self.num_groups, -1),
+            dx = normalized_grad(dxhat.reshape(self.grouped_shape),
+                                 self.xhat.reshape(self.grouped_shape),
                                  self.inv_std, (2,)).reshape(g.shape)
         if len(needs) == 1:
             return dx

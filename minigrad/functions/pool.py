@@ -14,6 +14,17 @@ from .conv import check_windows, crop2d, fold_windows, pad2d, sliding_windows
 _NO_DILATION = (1, 1)
 
 
+def pool_pads(in_hw, out_hw, kernel, stride, padding, dilation):
+    """((top, bottom), (left, right)): ``padding`` on both sides, plus what
+    ``ceil_mode``'s last, partial window needs beyond the bottom / right edge."""
+    pads = []
+    for a in (0, 1):
+        reach = (out_hw[a] - 1) * stride[a] + dilation[a] * (kernel[a] - 1) + 1
+        extra = max(0, reach - (in_hw[a] + 2 * padding[a]))
+        pads.append((padding[a], padding[a] + extra))
+    return tuple(pads)
+
+
 def _check_pool_padding(name, kernel, padding):
     """PyTorch's rule: padding at most half the kernel, so no window is all padding."""
     if padding[0] > kernel[0] // 2 or padding[1] > kernel[1] // 2:
@@ -22,24 +33,30 @@ def _check_pool_padding(name, kernel, padding):
 
 
 class MaxPool2d(Function):
-    """Maximum over each KH×KW window; padding counts as -inf (never the maximum).
+    """Maximum over each KH×KW window (taps ``dilation`` apart); padding counts
+    as -inf (never the maximum).  ``ceil_mode`` keeps a last, partial window
+    at the bottom / right edge (PyTorch's rule: it must start inside the input
+    or its leading padding).
 
     Ties: the whole gradient goes to the *first* maximum of the window in
     row-major order (``argmax``), which is what PyTorch's CPU kernel does.
     """
 
-    def __init__(self, kernel, stride, padding):
+    def __init__(self, kernel, stride, padding, dilation=_NO_DILATION, ceil_mode=False):
         self.kernel, self.stride, self.padding = kernel, stride, padding
+        self.dilation, self.ceil_mode = dilation, ceil_mode
 
     def forward(self, x):
         xp = get_array_module(x)
         n, c, h, w = x.shape
         _check_pool_padding("max_pool2d", self.kernel, self.padding)
         oh, ow = check_windows("max_pool2d", (h, w), self.kernel, self.stride,
-                               self.padding, _NO_DILATION)
-        xpad = pad2d(x, self.padding, value=-xp.inf)
+                               self.padding, self.dilation, self.ceil_mode)
+        self.pads = pool_pads((h, w), (oh, ow), self.kernel, self.stride, self.padding,
+                              self.dilation)
+        xpad = pad2d(x, self.pads, value=-xp.inf)
         kh, kw = self.kernel
-        win = sliding_windows(xpad, self.kernel, self.stride, _NO_DILATION, (oh, ow))
+        win = sliding_windows(xpad, self.kernel, self.stride, self.dilation, (oh, ow))
         flat = win.reshape(n, c, kh * kw, oh, ow)                 # a copy
         self.argmax = flat.argmax(axis=2)[:, :, None]             # (N, C, 1, OH, OW)
         self.padded_shape = xpad.shape
@@ -53,27 +70,36 @@ class MaxPool2d(Function):
         offsets = xp.arange(kh * kw).reshape(1, 1, kh * kw, 1, 1)
         dwin = (offsets == self.argmax) * g[:, :, None]          # (N, C, KH·KW, OH, OW)
         dwin = dwin.reshape(n, c, kh, kw, oh, ow)
-        dxpad = fold_windows(dwin, self.padded_shape, self.stride, _NO_DILATION)
-        return crop2d(dxpad, self.padding)
+        dxpad = fold_windows(dwin, self.padded_shape, self.stride, self.dilation)
+        return crop2d(dxpad, self.pads)
 
 
 class AvgPool2d(Function):
     """Mean over each KH×KW window.
 
-    ``count_include_pad=True`` (PyTorch's default) divides by KH·KW everywhere;
-    False divides by the number of real (unpadded) inputs in the window.
+    ``count_include_pad=True`` (PyTorch's default) divides by KH·KW everywhere
+    (by the part of the window inside the padded input, for ``ceil_mode``'s
+    last, partial window); False divides by the number of real (unpadded)
+    inputs in the window.
     """
 
-    def __init__(self, kernel, stride, padding, count_include_pad=True):
+    def __init__(self, kernel, stride, padding, count_include_pad=True, ceil_mode=False):
         self.kernel, self.stride, self.padding = kernel, stride, padding
-        self.count_include_pad = count_include_pad
+        self.count_include_pad, self.ceil_mode = count_include_pad, ceil_mode
 
     def _divisor(self, xp, h, w, out_hw, dtype):
-        """The window sizes: KH·KW, or the count of real inputs per output position."""
+        """The window sizes: KH·KW, or the count of real (or real and padded)
+        inputs per output position."""
         kh, kw = self.kernel
-        if self.count_include_pad or self.padding == (0, 0):
+        (pt, pb), (pl, pr) = self.pads
+        ph, pw = self.padding
+        if pb == ph and pr == pw and (self.count_include_pad or self.padding == (0, 0)):
             return xp.asarray(kh * kw, dtype=dtype)
-        ones = pad2d(xp.ones((1, 1, h, w), dtype=dtype), self.padding)
+        if self.count_include_pad:      # the padded input counts, ceil_mode's overhang not
+            inside = xp.ones((1, 1, h + 2 * ph, w + 2 * pw), dtype=dtype)
+            ones = pad2d(inside, ((0, pb - ph), (0, pr - pw)))
+        else:
+            ones = pad2d(xp.ones((1, 1, h, w), dtype=dtype), self.pads)
         win = sliding_windows(ones, self.kernel, self.stride, _NO_DILATION, out_hw)
         return win.sum(axis=(2, 3))                                # (1, 1, OH, OW)
 
@@ -82,8 +108,10 @@ class AvgPool2d(Function):
         n, c, h, w = x.shape
         _check_pool_padding("avg_pool2d", self.kernel, self.padding)
         out_hw = check_windows("avg_pool2d", (h, w), self.kernel, self.stride,
-                               self.padding, _NO_DILATION)
-        xpad = pad2d(x, self.padding)
+                               self.padding, _NO_DILATION, self.ceil_mode)
+        self.pads = pool_pads((h, w), out_hw, self.kernel, self.stride, self.padding,
+                              _NO_DILATION)
+        xpad = pad2d(x, self.pads)
         win = sliding_windows(xpad, self.kernel, self.stride, _NO_DILATION, out_hw)
         self.divisor = self._divisor(xp, h, w, out_hw, x.dtype)
         self.padded_shape = xpad.shape
@@ -96,4 +124,4 @@ class AvgPool2d(Function):
         share = (g / self.divisor)[:, :, None, None]               # (N, C, 1, 1, OH, OW)
         dwin = xp.broadcast_to(share, (n, c, kh, kw, oh, ow))
         dxpad = fold_windows(dwin, self.padded_shape, self.stride, _NO_DILATION)
-        return crop2d(dxpad, self.padding)
+        return crop2d(dxpad, self.pads)

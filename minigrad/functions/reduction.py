@@ -68,10 +68,17 @@ class Mean(Function):
         self.count = 1
         for ax in self.axes:
             self.count *= a.shape[ax]
-        return get_array_module(a).mean(a, axis=self.axes, keepdims=self.keepdims)
+        xp = get_array_module(a)
+        # Over an empty axis the mean is 0/0 = nan, as in NumPy and PyTorch
+        # (without NumPy's "Mean of empty slice" warning).
+        total = xp.sum(a, axis=self.axes, keepdims=self.keepdims)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (total / self.count).astype(a.dtype, copy=False) if a.dtype.kind in "fc" \
+                else total / self.count
 
     def backward(self, g):
-        g = _expand(g, self.in_shape, self.axes, self.keepdims) / self.count
+        with np.errstate(invalid="ignore", divide="ignore"):   # empty input: no entries
+            g = _expand(g, self.in_shape, self.axes, self.keepdims) / self.count
         return get_array_module(g).broadcast_to(g, self.in_shape)
 
 
@@ -126,7 +133,9 @@ class Var(Function):
         for ax in self.axes:
             n *= a.shape[ax]
         self.denominator = n - self.ddof
-        self.centered = a - a.mean(axis=self.axes, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):   # empty: nan, no warning
+            mean = a.sum(axis=self.axes, keepdims=True) / n
+        self.centered = a - mean
         with np.errstate(divide="ignore", invalid="ignore"):
             return (self.centered * self.centered).sum(
                 axis=self.axes, keepdims=self.keepdims) / self.denominator

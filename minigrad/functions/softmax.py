@@ -16,14 +16,20 @@ def _shifted(a, axis):
 
     So the sum of exponentials lies in [1, n] whenever the row has a finite
     maximum: no overflow, and no log(0).  A row whose entries are all -inf has
-    no softmax; it gives nan, as in PyTorch.
+    no softmax; it gives nan, as in PyTorch.  An empty array (a length-0
+    axis, or none of its rows) has no maximum to subtract and is returned as
+    it is: its softmax is empty too, as in PyTorch.
     """
+    if a.size == 0:
+        return a
     return a - a.max(axis=axis, keepdims=True)
 
 
 def log_softmax_array(a, axis=-1):
     """log_softmax on a raw array: (a - max) - log(sum(exp(a - max)))."""
     xp = get_array_module(a)
+    if a.size == 0:                 # nothing to normalize (and no log(0) warning)
+        return a.copy()
     z = _shifted(a, axis)
     return z - xp.log(xp.exp(z).sum(axis=axis, keepdims=True))
 

@@ -5,7 +5,7 @@ from .container import Flatten, Identity, ModuleList, Sequential
 from .dropout import Dropout, dropout_context
 from .embedding import Embedding
 from .linear import Linear
-from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
+from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from .module import Module, Parameter
 
 # convolution, normalization and pooling layers

@@ -22,24 +22,66 @@ def _shape(t):
     return tuple(t.shape)
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1) -> Tensor:  # noqa: A002
-    """2-D cross-correlation, as ``torch.nn.functional.conv2d`` with ``groups=1``.
+def _check_groups(name, groups, in_channels, out_channels):
+    if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
+        raise ValueError(f"{name}: groups must be a positive int, got {groups!r}")
+    for label, value in (("in_channels", in_channels), ("out_channels", out_channels)):
+        if value % groups:
+            raise ValueError(f"{name}: {label} ({value}) must be divisible by groups "
+                             f"({groups})")
+
+
+def resolve_padding(name, padding, kernel, stride, dilation):
+    """``padding`` as ((top, bottom), (left, right)).
+
+    An int or a pair pads both sides; ``"valid"`` is no padding; ``"same"``
+    pads dilation·(kernel - 1) in total per axis, the smaller half before and
+    the larger after (so an even kernel pads one more at the bottom / right),
+    PyTorch's rule, and needs stride 1.
+    """
+    if isinstance(padding, str):
+        if padding == "valid":
+            return (0, 0), (0, 0)
+        if padding != "same":
+            raise ValueError(f"{name}: padding must be an int, a pair, 'same' or 'valid', "
+                             f"got {padding!r}")
+        if stride != (1, 1):
+            raise ValueError(f"{name}: padding='same' is not supported for strided "
+                             f"convolutions (stride {stride}); use stride 1 or an "
+                             "explicit padding")
+        totals = [dilation[a] * (kernel[a] - 1) for a in (0, 1)]
+        return tuple((t // 2, t - t // 2) for t in totals)
+    ph, pw = pair(padding, f"{name}: padding")
+    if min(ph, pw) < 0:
+        raise ValueError(f"{name}: padding must be >= 0, got {(ph, pw)}")
+    return (ph, ph), (pw, pw)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1,  # noqa: A002
+           groups=1) -> Tensor:
+    """2-D cross-correlation, as ``torch.nn.functional.conv2d``.
 
     Args:
         input: (N, C_in, H, W).
-        weight: (C_out, C_in, KH, KW), same floating dtype as ``input``.
+        weight: (C_out, C_in / groups, KH, KW), same floating dtype as ``input``.
         bias: (C_out,) or None.
-        stride, padding, dilation: an int or a pair (height, width); padding
-            adds zeros on both sides.
+        stride, dilation: an int or a pair (height, width).
+        padding: an int or a pair (zeros on both sides), ``"valid"`` (none)
+            or ``"same"`` (output size = input size; stride 1 only; an even
+            dilated kernel pads one more at the bottom and right, as PyTorch).
+        groups: G; input and output channels split into G groups, output
+            group g seeing only input group g (G = C_in: depthwise).
 
     Returns:
         (N, C_out, OH, OW) with OH = (H + 2·padding - dilation·(KH - 1) - 1) // stride + 1
         (likewise OW), the formula of the PyTorch documentation.
 
     Raises:
-        ValueError: input or weight is not 4-D, the channel counts disagree,
-            the bias shape is not (C_out,), or the kernel does not fit in the
-            padded input (the message names the shapes).
+        ValueError: input or weight is not 4-D, the channel counts disagree
+            (C_in ≠ groups · weight's C_in / groups), C_out not divisible by
+            groups, the bias shape is not (C_out,), an unknown padding string,
+            "same" with a stride, or the kernel does not fit in the padded
+            input (the message names the shapes).
         TypeError: input and weight have different dtypes; stride, padding or
             dilation is not an int or a pair of ints.
     """
@@ -49,10 +91,15 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1) -> Tensor:
     if weight.ndim != 4:
         raise ValueError(f"conv2d: expected a 4-D weight (C_out, C_in, KH, KW), got shape "
                          f"{_shape(weight)}")
-    if input.shape[1] != weight.shape[1]:
+    if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
+        raise ValueError(f"conv2d: groups must be a positive int, got {groups!r}")
+    if input.shape[1] != weight.shape[1] * groups:
         raise ValueError(f"conv2d: input of shape {_shape(input)} has {input.shape[1]} "
                          f"channels, but weight of shape {_shape(weight)} expects "
-                         f"{weight.shape[1]} input channels")
+                         f"{weight.shape[1] * groups} input channels (groups={groups})")
+    if weight.shape[0] % groups:
+        raise ValueError(f"conv2d: weight of shape {_shape(weight)} has {weight.shape[0]} "
+                         f"output channels, not divisible by groups={groups}")
     if input.dtype != weight.dtype:
         raise TypeError(f"conv2d: input dtype {input.dtype} and weight dtype "
                         f"{weight.dtype} differ; convert one with .to(dtype)")
@@ -60,8 +107,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1) -> Tensor:
         raise ValueError(f"conv2d: bias of shape {_shape(bias)} does not match the "
                          f"{weight.shape[0]} output channels of weight {_shape(weight)}; "
                          f"expected shape ({weight.shape[0]},)")
-    fn = _Conv2dFn(pair(stride, "conv2d: stride"), pair(padding, "conv2d: padding"),
-                   pair(dilation, "conv2d: dilation"))
+    stride, dilation = pair(stride, "conv2d: stride"), pair(dilation, "conv2d: dilation")
+    pads = resolve_padding("conv2d", padding, tuple(weight.shape[2:]), stride, dilation)
+    fn = _Conv2dFn(stride, pads, dilation, groups)
     return fn(input, weight) if bias is None else fn(input, weight, bias)
 
 
@@ -78,23 +126,27 @@ class Conv2d(Module):
 
     Args:
         in_channels, out_channels: C_in and C_out.
-        kernel_size, stride, padding, dilation: an int or a pair (height, width).
+        (The arguments come in ``torch.nn.Conv2d``'s order.)
+        kernel_size, stride, dilation: an int or a pair (height, width).
+        padding: an int, a pair, ``"valid"`` or ``"same"`` (see :func:`conv2d`).
+        groups: split the channels into this many groups (both channel
+            counts must be divisible by it).
         bias: whether to add a learned bias per output channel.
         device, dtype: where and how the parameters are made (default cpu
             and minigrad's default dtype).
 
     Attributes:
-        weight: Parameter (C_out, C_in, KH, KW).
+        weight: Parameter (C_out, C_in / groups, KH, KW).
         bias: Parameter (C_out,) or None.
 
     Initialization (PyTorch's default): ``kaiming_uniform_(a=√5)``, i.e.
     U(-b, b) with b = gain·√(3/fan_in), gain = √(2/(1 + a²)), which is
-    b = 1/√fan_in; the bias is U(-1/√fan_in, 1/√fan_in).  fan_in = C_in·KH·KW.
+    b = 1/√fan_in; the bias is U(-1/√fan_in, 1/√fan_in).  fan_in = C_in/groups·KH·KW.
     (He et al. 2015 for the Kaiming scheme.)
     """
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, bias=True, device=None, dtype=None):
+                 dilation=1, groups=1, bias=True, device=None, dtype=None):
         super().__init__()
         for name, value in (("in_channels", in_channels), ("out_channels", out_channels)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -102,15 +154,18 @@ class Conv2d(Module):
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = pair(kernel_size, "Conv2d: kernel_size")
         self.stride = pair(stride, "Conv2d: stride")
-        self.padding = pair(padding, "Conv2d: padding")
         self.dilation = pair(dilation, "Conv2d: dilation")
         for name in ("kernel_size", "stride", "dilation"):
             if min(getattr(self, name)) < 1:
                 raise ValueError(f"Conv2d: {name} must be >= 1, got {getattr(self, name)}")
-        if min(self.padding) < 0:
-            raise ValueError(f"Conv2d: padding must be >= 0, got {self.padding}")
+        _check_groups("Conv2d", groups, in_channels, out_channels)
+        self.groups = groups
+        # checks the padding ("same" with a stride, negative values) now, not at forward
+        resolve_padding("Conv2d", padding, self.kernel_size, self.stride, self.dilation)
+        self.padding = padding if isinstance(padding, str) else pair(padding, "Conv2d: padding")
         kh, kw = self.kernel_size
-        self.weight = _empty_parameter((out_channels, in_channels, kh, kw), device, dtype)
+        self.weight = _empty_parameter((out_channels, in_channels // groups, kh, kw), device,
+                                       dtype)
         if bias:
             self.bias = _empty_parameter((out_channels,), device, dtype)
         else:
@@ -126,15 +181,18 @@ class Conv2d(Module):
             init.bias_uniform_(self.bias, fan_in, generator=generator)
 
     def forward(self, x: Tensor) -> Tensor:
-        return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation)
+        return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                      self.groups)
 
     def extra_repr(self) -> str:
         text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
                 f"stride={self.stride}")
         if self.padding != (0, 0):
-            text += f", padding={self.padding}"
+            text += f", padding={self.padding!r}"
         if self.dilation != (1, 1):
             text += f", dilation={self.dilation}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
         if self.bias is None:
             text += ", bias=False"
         return text

@@ -152,8 +152,29 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator=None,
 
 
 # --------------------------------------------------------------------- losses
+def _class_weight(weight, reference, name):
+    """Loss weights (Tensor, array or list of numbers) as an array on the
+    device of ``reference``, or None.  They are constants: a weight that
+    requires grad raises RuntimeError (PyTorch has no gradient for them either)."""
+    if weight is None:
+        return None
+    if isinstance(weight, Tensor):
+        if weight.requires_grad:
+            raise RuntimeError(f"{name}: the class weights get no gradient; pass "
+                               "weight.detach()")
+        if weight.device != reference.device:
+            raise RuntimeError(f"{name}: weight is on {weight.device} but the input is on "
+                               f"{reference.device}; move it with .to(device)")
+        return weight.data
+    array = np.asarray(weight)
+    if array.dtype.kind in "iub":
+        array = array.astype(reference.dtype)
+    return backend.to_device(array, reference.device)
+
+
 def cross_entropy(logits: Tensor, target, ignore_index: int = -100,
-                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+                  reduction: str = "mean", label_smoothing: float = 0.0,
+                  weight=None) -> Tensor:
     """Cross-entropy of logits against integer class targets (log-softmax and NLL
     fused into one Function, :class:`minigrad.functions.loss.CrossEntropy`).
 
@@ -166,24 +187,34 @@ def cross_entropy(logits: Tensor, target, ignore_index: int = -100,
     ``label_smoothing`` ε mixes the one-hot target with the uniform
     distribution: (1-ε)·onehot + ε/C (PyTorch's definition).
 
+    ``weight`` (C,) rescales class c's terms by w[c]; "mean" then divides by
+    the summed weight of the kept targets, Σ_i w[y_i], not by their number
+    (PyTorch's normalization, also with label smoothing).  With gradient
+    accumulation the window's weighted mean is exact when every micro-batch
+    passes ``num_items=`` its own Σ_i w[y_i] (a float).
+
     Raises:
         ValueError: a target outside [0, C) that is not ``ignore_index`` (the
             message names the value and C), mismatched shapes, an unknown
-            reduction, label_smoothing outside [0, 1].
-        TypeError: a non-integer target.
+            reduction, label_smoothing outside [0, 1], a weight not of shape (C,).
+        TypeError: a non-integer target or a non-floating weight.
+        RuntimeError: a weight that requires grad or lives on another device.
     """
     _tensor(logits, "cross_entropy")
     target = _index_array(target, logits.device)
-    return CrossEntropy(ignore_index, reduction, label_smoothing)(logits, target)
+    w = _class_weight(weight, logits, "cross_entropy")
+    return CrossEntropy(ignore_index, reduction, label_smoothing, w)(logits, target)
 
 
 def nll_loss(log_probs: Tensor, target, ignore_index: int = -100,
-             reduction: str = "mean") -> Tensor:
+             reduction: str = "mean", weight=None) -> Tensor:
     """Negative log-likelihood of log-probabilities (N, C) or (N, C, d1, ...) at
-    integer targets (N, ...); reductions and errors as :func:`cross_entropy`."""
+    integer targets (N, ...); reductions, class ``weight`` (C,) and errors as
+    :func:`cross_entropy` ("mean" divides by Σ_i w[y_i])."""
     _tensor(log_probs, "nll_loss")
     target = _index_array(target, log_probs.device)
-    return NLLLoss(ignore_index, reduction)(log_probs, target)
+    w = _class_weight(weight, log_probs, "nll_loss")
+    return NLLLoss(ignore_index, reduction, w)(log_probs, target)
 
 
 def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:  # noqa: A002
@@ -216,7 +247,7 @@ def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:  # noqa:
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target, reduction: str = "mean",  # noqa: A002
-                                     pos_weight=None) -> Tensor:
+                                     pos_weight=None, weight=None) -> Tensor:
     """Binary cross-entropy on logits, in the log-sum-exp form that stays finite
     and accurate for logits of any size (±40 and beyond).
 
@@ -224,12 +255,54 @@ def binary_cross_entropy_with_logits(input: Tensor, target, reduction: str = "me
 
     ``input`` (any shape), ``target`` (broadcastable, values in [0, 1]) and
     ``pos_weight`` (broadcastable, e.g. (C,)) may all require gradients.
+    ``weight`` (broadcastable) rescales each element's loss, as PyTorch's
+    ``weight=``; it is a constant (no gradient; one that requires grad raises
+    RuntimeError).
     """
     _tensor(input, "binary_cross_entropy_with_logits")
-    fn = BCEWithLogits(reduction)
+    w = _class_weight(weight, input, "binary_cross_entropy_with_logits")
+    fn = BCEWithLogits(reduction, w)
     if pos_weight is None:
         return fn(input, target)
     return fn(input, target, pos_weight)
+
+
+def binary_cross_entropy(input: Tensor, target, weight=None,  # noqa: A002
+                         reduction: str = "mean") -> Tensor:
+    """Binary cross-entropy on probabilities p in [0, 1] (``torch.nn.functional.
+    binary_cross_entropy``):
+
+        loss = -w·(y·max(log p, -100) + (1 - y)·max(log(1 - p), -100))
+
+    The logs are clamped at -100 as PyTorch does, so p = 0 or 1 gives a finite
+    loss (100 at worst) and a finite gradient.  Prefer
+    :func:`binary_cross_entropy_with_logits` on logits: it is exact where
+    sigmoid saturates.
+
+    Args:
+        input: probabilities, any shape, floating.
+        target: the same shape as ``input``, values in [0, 1] (a Tensor, which
+            may require grad, or an array).
+        weight: rescales each element; broadcastable to the input's shape
+            (a constant: no gradient, as in PyTorch).
+        reduction: "mean" | "sum" | "none".
+
+    Raises:
+        ValueError: target and input shapes differ, an input value outside
+            [0, 1], a weight that does not broadcast, an unknown reduction.
+        RuntimeError: a weight that requires grad.
+    """
+    from ..functions.loss import BCE  # noqa: PLC0415 (keeps the import block short)
+    _tensor(input, "binary_cross_entropy")
+    target_shape = tuple(target.shape) if hasattr(target, "shape") else np.shape(target)
+    if tuple(target_shape) != input.shape:
+        raise ValueError(f"binary_cross_entropy: target of shape {tuple(target_shape)} "
+                         f"differs from input of shape {input.shape}; give both the "
+                         "same shape")
+    if not isinstance(target, Tensor):
+        target = Tensor(backend.to_device(np.asarray(target, dtype=input.dtype), input.device))
+    w = _class_weight(weight, input, "binary_cross_entropy")
+    return BCE(reduction, w)(input, target)
 
 
 # Functional forms of convolution, normalization and pooling: defined next to

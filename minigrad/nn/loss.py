@@ -1,37 +1,66 @@
 """Loss layers: Modules over the losses of :mod:`minigrad.nn.functional`."""
 from __future__ import annotations
 
-from ..functions.loss import check_reduction
+from ..functions.loss import check_ignore_index, check_reduction
 from . import functional as F
+from ..tensor import Tensor
 from .module import Module
 
 
 class CrossEntropyLoss(Module):
-    """``F.cross_entropy(logits, target, ignore_index, reduction, label_smoothing)``
-    as a layer; see :func:`minigrad.nn.functional.cross_entropy`."""
+    """``F.cross_entropy(logits, target, ignore_index, reduction, label_smoothing,
+    weight)`` as a layer; see :func:`minigrad.nn.functional.cross_entropy`.
+    The class weights (a (C,) Tensor or None) are kept as the buffer ``weight``."""
 
     def __init__(self, ignore_index: int = -100, reduction: str = "mean",
-                 label_smoothing: float = 0.0):
+                 label_smoothing: float = 0.0, weight=None):
         super().__init__()
         check_reduction("CrossEntropyLoss", reduction)
+        check_ignore_index("CrossEntropyLoss", ignore_index)
         self.ignore_index, self.reduction = ignore_index, reduction
         self.label_smoothing = label_smoothing
+        self.register_buffer("weight", _as_buffer(weight))
 
     def forward(self, logits, target):
         return F.cross_entropy(logits, target, self.ignore_index, self.reduction,
-                               self.label_smoothing)
+                               self.label_smoothing, self.weight)
 
 
 class NLLLoss(Module):
-    """``F.nll_loss`` as a layer."""
+    """``F.nll_loss`` as a layer; class weights as in :class:`CrossEntropyLoss`."""
 
-    def __init__(self, ignore_index: int = -100, reduction: str = "mean"):
+    def __init__(self, ignore_index: int = -100, reduction: str = "mean", weight=None):
         super().__init__()
         check_reduction("NLLLoss", reduction)
+        check_ignore_index("NLLLoss", ignore_index)
         self.ignore_index, self.reduction = ignore_index, reduction
+        self.register_buffer("weight", _as_buffer(weight))
 
     def forward(self, log_probs, target):
-        return F.nll_loss(log_probs, target, self.ignore_index, self.reduction)
+        return F.nll_loss(log_probs, target, self.ignore_index, self.reduction,
+                          self.weight)
+
+
+class BCELoss(Module):
+    """``F.binary_cross_entropy(input, target, weight, reduction)`` on
+    probabilities as a layer (logs clamped at -100, as PyTorch); ``weight`` is
+    kept as a buffer.  See :func:`minigrad.nn.functional.binary_cross_entropy`."""
+
+    def __init__(self, weight=None, reduction: str = "mean"):
+        super().__init__()
+        check_reduction("BCELoss", reduction)
+        self.reduction = reduction
+        self.register_buffer("weight", _as_buffer(weight))
+
+    def forward(self, input, target):  # noqa: A002
+        return F.binary_cross_entropy(input, target, self.weight, self.reduction)
+
+
+def _as_buffer(weight):
+    """A weight given as a list or array becomes a Tensor (buffers are Tensors)."""
+    if weight is None or isinstance(weight, Tensor):
+        return weight
+    return Tensor(weight)
 
 
 class MSELoss(Module):
@@ -47,16 +76,17 @@ class MSELoss(Module):
 
 
 class BCEWithLogitsLoss(Module):
-    """``F.binary_cross_entropy_with_logits(input, target, reduction, pos_weight)``
-    as a layer; ``pos_weight`` (a Tensor broadcastable to the input) is kept as
-    a buffer."""
+    """``F.binary_cross_entropy_with_logits(input, target, reduction, pos_weight,
+    weight)`` as a layer; ``pos_weight`` and ``weight`` (Tensors broadcastable
+    to the input) are kept as buffers."""
 
-    def __init__(self, reduction: str = "mean", pos_weight=None):
+    def __init__(self, reduction: str = "mean", pos_weight=None, weight=None):
         super().__init__()
         check_reduction("BCEWithLogitsLoss", reduction)
         self.reduction = reduction
         self.register_buffer("pos_weight", pos_weight)
+        self.register_buffer("weight", _as_buffer(weight))
 
     def forward(self, input, target):  # noqa: A002
         return F.binary_cross_entropy_with_logits(input, target, self.reduction,
-                                                  self.pos_weight)
+                                                  self.pos_weight, self.weight)

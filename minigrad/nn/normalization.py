@@ -102,6 +102,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
             statistic whose shape is not (C,); training with one value per
             channel ("Expected more than 1 value per channel when training,
             got input size ..."); ``training=False`` without running statistics.
+
+    A batch of 0 (N = 0) gives an empty output and leaves the running
+    statistics unchanged, as in PyTorch.
     """
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected an input of shape (N, C) or (N, C, *), "
@@ -114,16 +117,27 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: training=False needs running_mean and running_var")
         return _norm.BatchNormEval(running_mean.data, running_var.data, eps)(*inputs)
-    count = input.size // max(channels, 1)
-    if count <= 1:
+    count = _values_per_channel(input)
+    if count == 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input "
                          f"size {tuple(input.shape)}")
     fn = _norm.BatchNormTrain(eps)
     out = fn(*inputs)
-    if running_mean is not None and running_var is not None and not is_recomputing():
+    # A batch of 0 gives an empty output and leaves the running statistics
+    # alone, as in PyTorch.
+    if running_mean is not None and running_var is not None and not is_recomputing() \
+            and count > 0:
         _update_running_stats(running_mean, running_var, fn.batch_mean,
                               fn.batch_var * (count / (count - 1)), momentum)
     return out
+
+
+def _values_per_channel(x):
+    """N·(spatial size): how many values each channel's statistics average."""
+    count = x.shape[0]
+    for size in x.shape[2:]:
+        count *= size
+    return count
 
 
 def _update_running_stats(running_mean, running_var, mean, unbiased_var, factor):
@@ -195,7 +209,11 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5) -> Tensor:  
 
     Raises:
         ValueError: input with fewer than 2 dimensions, C not divisible by G,
-            or weight / bias not of shape (C,).
+            weight / bias not of shape (C,), or, as PyTorch,
+            N·(C/G)·(spatial size) = 1 (one example whose groups hold one
+            value each: "Expected more than 1 value per channel ...").
+
+    A batch of 0 gives an empty output, as in PyTorch.
     """
     if input.ndim < 2:
         raise ValueError(f"group_norm: expected an input of shape (N, C, *), got shape "
@@ -205,6 +223,12 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5) -> Tensor:  
         raise ValueError(f"group_norm: expected the number of channels {channels} (input "
                          f"shape {tuple(input.shape)}) to be divisible by num_groups="
                          f"{num_groups!r}")
+    if _values_per_channel(input) * (channels // num_groups) == 1:
+        # PyTorch's check: N·(C/G)·(spatial size) values would be 1
+        raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                         f"size {tuple(input.shape)} (group_norm with num_groups="
+                         f"{num_groups}: each group holds one value, whose normalization "
+                         "is 0/0)")
     inputs = _affine_inputs("group_norm", input, weight, bias, (channels,))
     return _norm.GroupNorm(num_groups, eps)(*inputs)
 
@@ -295,13 +319,14 @@ class _BatchNorm(Module):
         use_batch_stats = self.training or not self.track_running_stats
         if use_batch_stats and self._exact_window is not None:   # window statistics
             return self._exact_window.forward(self, x)
-        if use_batch_stats and x.size // x.shape[1] <= 1:
+        if use_batch_stats and _values_per_channel(x) == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got "
                              f"input size {tuple(x.shape)}")
         updates = self.training and self.track_running_stats and not is_recomputing()
         factor = 0.0
         if updates and self.merge_running_stats:
-            self._merge_micro_batch(x)
+            if x.shape[0]:                       # an empty micro-batch adds nothing
+                self._merge_micro_batch(x)
             updates = False
         elif updates:
             factor = self._next_factor()

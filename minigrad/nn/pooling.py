@@ -23,17 +23,23 @@ def _check_input(name, x):
                          f"{tuple(x.shape)}")
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0) -> Tensor:  # noqa: A002
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+               ceil_mode=False) -> Tensor:
     """Maximum over KH×KW windows, as ``torch.nn.functional.max_pool2d``.
 
     Args:
         input: (N, C, H, W), floating point.
-        kernel_size, stride, padding: an int or a pair; ``stride=None`` means
-            ``stride = kernel_size``.  Padding counts as -inf and may be at most
-            half the kernel size.
+        kernel_size, stride, padding, dilation: an int or a pair;
+            ``stride=None`` means ``stride = kernel_size``.  Padding counts as
+            -inf and may be at most half the kernel size; ``dilation`` spaces
+            the window's taps.
+        ceil_mode: round the output size up, keeping a last, partial window
+            at the bottom / right edge (dropped when it would start beyond
+            the input and its leading padding, PyTorch's rule).
 
     Returns:
-        (N, C, OH, OW), OH = (H + 2·padding - KH) // stride + 1 (likewise OW).
+        (N, C, OH, OW), OH = (H + 2·padding - dilation·(KH - 1) - 1) / stride + 1,
+        rounded down (or up with ``ceil_mode``); likewise OW.
 
     Gradient: each output's gradient goes to the *first* maximum of its window
     (row-major order) when several inputs tie, as in PyTorch; overlapping
@@ -45,11 +51,12 @@ def max_pool2d(input, kernel_size, stride=None, padding=0) -> Tensor:  # noqa: A
     """
     _check_input("max_pool2d", input)
     kernel, stride, padding = _pool_options("max_pool2d", kernel_size, stride, padding)
-    return _pool.MaxPool2d(kernel, stride, padding)(input)
+    dilation = pair(dilation, "max_pool2d: dilation")
+    return _pool.MaxPool2d(kernel, stride, padding, dilation, bool(ceil_mode))(input)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0,  # noqa: A002
-               count_include_pad=True) -> Tensor:
+               count_include_pad=True, ceil_mode=False) -> Tensor:
     """Mean over KH×KW windows, as ``torch.nn.functional.avg_pool2d``.
 
     Args:
@@ -57,6 +64,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0,  # noqa: A002
         kernel_size, stride, padding: as in :func:`max_pool2d` (padding is zeros).
         count_include_pad: divide by KH·KW even where the window overlaps the
             padding (True, PyTorch's default), or by the count of real inputs.
+        ceil_mode: as in :func:`max_pool2d`; the last, partial window divides
+            by its part inside the padded input (or its real inputs).
 
     Returns:
         (N, C, OH, OW).
@@ -66,37 +75,44 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0,  # noqa: A002
     """
     _check_input("avg_pool2d", input)
     kernel, stride, padding = _pool_options("avg_pool2d", kernel_size, stride, padding)
-    return _pool.AvgPool2d(kernel, stride, padding, count_include_pad)(input)
+    return _pool.AvgPool2d(kernel, stride, padding, count_include_pad,
+                           bool(ceil_mode))(input)
 
 
 class MaxPool2d(Module):
     """Max pooling layer; see :func:`max_pool2d` for shapes, ties and errors."""
 
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
         super().__init__()
         self.kernel_size, self.stride, self.padding = _pool_options(
             "MaxPool2d", kernel_size, stride, padding)
+        self.dilation = pair(dilation, "MaxPool2d: dilation")
+        self.ceil_mode = bool(ceil_mode)
 
     def forward(self, x: Tensor) -> Tensor:
-        return max_pool2d(x, self.kernel_size, self.stride, self.padding)
+        return max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                          self.ceil_mode)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, "
-                f"padding={self.padding}")
+                f"padding={self.padding}, dilation={self.dilation}, "
+                f"ceil_mode={self.ceil_mode}")
 
 
 class AvgPool2d(Module):
     """Average pooling layer; see :func:`avg_pool2d` for shapes and errors."""
 
-    def __init__(self, kernel_size, stride=None, padding=0, count_include_pad=True):
+    def __init__(self, kernel_size, stride=None, padding=0, count_include_pad=True,
+                 ceil_mode=False):
         super().__init__()
         self.kernel_size, self.stride, self.padding = _pool_options(
             "AvgPool2d", kernel_size, stride, padding)
         self.count_include_pad = count_include_pad
+        self.ceil_mode = bool(ceil_mode)
 
     def forward(self, x: Tensor) -> Tensor:
         return avg_pool2d(x, self.kernel_size, self.stride, self.padding,
-                          self.count_include_pad)
+                          self.count_include_pad, self.ceil_mode)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, "

@@ -244,6 +244,8 @@ def test_suite_lists_every_required_case():
     titles = [c.title for c in verification_cases()]
     assert len(titles) == len(set(titles)) == 20
     expected = {c.title: c.expected for c in verification_cases()}
+    assert expected["weighted CE 32=8x4, weight sum"] == EQUAL
+    assert expected["weighted CE 32=8x4, mean of micro-batch means"] == DIFFERS
     assert expected["BatchNorm train"] == DIFFERS and expected["BatchNorm = ghost BN"] == EQUAL
     assert expected["char-lm, micro-batch mean"] == DIFFERS
     assert expected["BatchNorm train exact (multi-pass)"] == EQUAL
@@ -285,12 +287,13 @@ def test_train_accumulated_equals_full_batch(device):
     assert 0.0 <= result.metric <= 1.0 and result.metric_name == "accuracy"
 
 
+@pytest.mark.slow
 def test_train_short_last_window_and_shakespeare():
     # 2048 sequences in windows of 3 x 200 = 600: the last window holds 248, 2 micro-batches.
     updates = []
     result = train("shakespeare", micro_batch=200, accumulation_steps=3, epochs=1,
                    compare_full_batch=True, dtype=np.float64,
-                   on_update=lambda run, u, e, loss: updates.append((run, u)))
+                   on_update=lambda run, u, e, loss, skipped: updates.append((run, u)))
     assert len(result.losses) == 4 and result.max_loss_gap <= 1e-12
     assert updates.count(("accumulated", 4)) == 1 and updates.count(("full-batch", 4)) == 1
     assert result.metric_name == "per-token loss" and 1.0 < result.metric < 5.0
@@ -315,3 +318,15 @@ def test_train_rejects_bad_settings():
         train("cifar", epochs=0)
     with pytest.raises(ValueError, match="unknown optimizer"):
         train("digits", optimizer="lion", epochs=0)
+
+
+@pytest.mark.parametrize("weighting, expected", [("weight-sum", EQUAL),
+                                                 ("micro-batch-mean", DIFFERS)])
+def test_weighted_cross_entropy_case(weighting, expected):
+    from minigrad.experiments.class_weights import case_weighted_cross_entropy
+    result = case_weighted_cross_entropy(weighting, updates=2)
+    assert result.expected == expected and result.passed, result.note
+    if expected == EQUAL:
+        assert result.max_rel_diff <= 1e-12
+    else:
+        assert result.grad_rel_diff > 0.1

@@ -1,0 +1,41 @@
+"""Linear-algebra functions (``torch.linalg`` names): the vector norm."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .functions.linalg import VectorNorm
+from .tensor import Tensor
+
+
+def vector_norm(x: Tensor, ord=2, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A002
+    """The vector ``ord``-norm of ``x`` over ``axis`` (``torch.linalg.vector_norm``).
+
+    Args:
+        x: a floating-point Tensor of any shape.
+        ord: p > 0 (a number; 2, the default, is the Euclidean norm, 1 the sum
+            of absolute values), ``inf`` (max |x|), ``-inf`` (min |x|) or 0
+            (the count of non-zero entries).
+        axis: None (all entries, as one vector), an int or a tuple of ints.
+        keepdims: keep the reduced axes with size 1.
+
+    Returns:
+        a Tensor of x's dtype: x's shape without (or with size 1 at) ``axis``.
+
+    The gradient at the zero vector is 0 for every ``ord`` (the formula
+    x / ‖x‖ would give nan there), as in PyTorch, so that e.g. a gradient
+    penalty on an all-zero input stays finite.
+
+    Raises:
+        TypeError: x is not a floating-point Tensor, or ord is not a number.
+        ValueError: ord < 0 other than -inf, an axis out of range, or
+            ord = ±inf over an empty axis.
+    """
+    if not isinstance(x, Tensor):
+        raise TypeError(f"vector_norm: expected a Tensor, got {type(x).__name__}")
+    if isinstance(ord, bool) or not isinstance(ord, numbers.Real) or np.isnan(ord):
+        raise TypeError(f"vector_norm: ord must be a number (p, inf, -inf or 0), got {ord!r}")
+    if ord < 0 and ord != -np.inf:
+        raise ValueError(f"vector_norm: ord must be >= 0, inf or -inf, got {ord}")
+    return VectorNorm(float(ord), axis, keepdims)(x)

@@ -1,0 +1,73 @@
+"""minigrad.linalg.vector_norm and Tensor.norm: gradcheck, PyTorch parity, the
+zero vector (gradient 0 for every ord), errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+
+import minigrad
+from minigrad.linalg import vector_norm
+from tests.functions import FAST, distinct_values, shape_and_axis
+from tests.helpers import check_gradients, compare_with_torch
+
+ORDS = [2, 1, 3, 0.5, 1.5, np.inf, -np.inf]
+
+
+@FAST
+@given(data=shape_and_axis().flatmap(
+    lambda sa: distinct_values(sa[0]).map(lambda x: (x + 0.05, sa[1]))))
+def test_vector_norm_gradcheck(data):
+    x, axis = data      # distinct entries, none at 0: every ord is differentiable
+    for ord in ORDS:
+        for keepdims in (False, True):
+            assert check_gradients(lambda t: vector_norm(t, ord, axis, keepdims), [x])
+
+
+@pytest.mark.parametrize("ord", ORDS)
+@pytest.mark.parametrize("axis", [None, 1, (0, 2), -1])
+def test_vector_norm_parity(torch, ord, axis, device):
+    x = np.random.default_rng(0).standard_normal((2, 3, 4))
+    x[0, 1, 2] = 0.0
+    keepdims = axis == 1
+    compare_with_torch(
+        torch, lambda t: vector_norm(t, ord, axis, keepdims),
+        lambda t: torch.linalg.vector_norm(t, ord, dim=axis, keepdim=keepdims),
+        [x], device=device, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("ord", ORDS)
+def test_gradient_at_the_zero_vector_is_zero(torch, ord, device):
+    x = minigrad.tensor(np.zeros((2, 3)), device=device, requires_grad=True)
+    x.norm(ord, axis=1).sum().backward()
+    assert not np.isnan(x.grad.numpy()).any()
+    np.testing.assert_array_equal(x.grad.numpy(), 0.0)
+    t = torch.zeros((2, 3), dtype=torch.float64, requires_grad=True)
+    torch.linalg.vector_norm(t, ord, dim=1).sum().backward()
+    np.testing.assert_array_equal(t.grad.numpy(), 0.0)
+
+
+def test_tensor_norm_defaults_and_dtype():
+    x = minigrad.tensor([[3.0, 4.0], [0.0, 0.0]], requires_grad=True)
+    n = x.norm()
+    assert n.dtype == np.float32 and n.item() == pytest.approx(5.0)
+    np.testing.assert_allclose(x.norm(axis=1, keepdims=True).numpy(), [[5.0], [0.0]])
+    np.testing.assert_allclose(x.norm(ord=np.inf, axis=0).numpy(), [3.0, 4.0])
+    np.testing.assert_array_equal(x.norm(ord=0, axis=1).numpy(), [2.0, 0.0])   # non-zeros
+    x.norm(axis=1).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[0.6, 0.8], [0.0, 0.0]], rtol=1e-6)
+
+
+def test_vector_norm_errors():
+    x = minigrad.tensor([1.0, 2.0])
+    with pytest.raises(ValueError, match="ord must be >= 0"):
+        vector_norm(x, -1)
+    with pytest.raises(TypeError, match="ord must be a number"):
+        vector_norm(x, "fro")
+    with pytest.raises(TypeError, match="floating-point"):
+        vector_norm(minigrad.tensor([1, 2]))
+    with pytest.raises(ValueError, match="out of range"):
+        vector_norm(x, axis=1)
+    with pytest.raises(ValueError, match="empty"):
+        vector_norm(minigrad.tensor(np.zeros((0, 2))), np.inf, axis=0)
+    assert vector_norm(minigrad.tensor(np.zeros((0, 2))), 2, axis=0).numpy().tolist() == [0, 0]
