@@ -91,7 +91,10 @@ def _step_with_hooks(step):
         for hook in list(self._step_pre_hooks.values()):
             hook(self, args, kwargs)
         self._check_step()          # everything the update reads, before it writes
-        result = step(self, *args, **kwargs)
+        if self._step_is_atomic:
+            result = step(self, *args, **kwargs)
+        else:
+            result = self._step_or_restore(step, args, kwargs)
         self._loaded_lrs = None     # see LRScheduler.load_state_dict
         for hook in list(self._step_post_hooks.values()):
             hook(self, args, kwargs)
@@ -121,12 +124,16 @@ class Optimizer:
 
     **All or nothing.**  ``step()`` first checks everything the update will
     read (:meth:`_check_step`: every group's hyperparameters, every gradient's
-    shape, dtype and device) and raises before any parameter changes; the
-    update that follows is arithmetic on checked arrays.  ``load_state_dict``
-    checks the whole state before it replaces anything.  (An exception from
-    inside the arithmetic itself, such as MemoryError, could still stop an
-    update halfway: undoing that would need a copy of every parameter at every
-    step, which minigrad does not keep.)
+    shape, dtype and device) and raises before any parameter changes; in
+    minigrad's optimizers the update that follows is arithmetic on checked
+    arrays.  An optimizer you write may raise after it has written; unless
+    its class sets ``_step_is_atomic = True``, its ``step()`` keeps a copy of
+    the parameters and the state and puts them back when it raises.
+    ``load_state_dict`` checks the whole state before it replaces anything.
+    (In minigrad's own optimizers an exception from inside the arithmetic
+    itself, such as MemoryError, could still stop an update halfway: undoing
+    that would need a copy of every parameter at every step, which they do
+    not keep.)
 
     Raises:
         TypeError: ``params`` is a single Tensor or holds something that is not
@@ -134,6 +141,11 @@ class Optimizer:
         ValueError: the parameter list is empty, a parameter appears twice, or
             a required hyperparameter is missing.
     """
+
+    # True for an optimizer whose step() writes nothing before its checks
+    # pass (minigrad's own); for others, step() keeps a copy of the parameters
+    # and the state, and puts them back if the step raises.
+    _step_is_atomic = False
 
     # The buffers of a non-empty per-parameter state, and what each holds:
     # "tensor" (an array of the parameter's shape and dtype) or "count" (an
@@ -145,6 +157,8 @@ class Optimizer:
         super().__init_subclass__(**kwargs)
         if "step" in cls.__dict__:
             cls.step = _step_with_hooks(cls.__dict__["step"])
+            if "_step_is_atomic" not in cls.__dict__:
+                cls._step_is_atomic = False     # a new step: no promise inherited
 
     def __init__(self, params, defaults: dict):
         self._step_pre_hooks: dict = {}
@@ -207,6 +221,21 @@ class Optimizer:
     # ---------------------------------------------------------------- steps
     def step(self) -> None:  # pragma: no cover - abstract
         raise NotImplementedError(f"{type(self).__name__}.step is not implemented")
+
+    def _step_or_restore(self, step, args, kwargs):
+        """Run a subclass's ``step``; if it raises, put back every parameter
+        and the whole state as they were (for optimizers not marked
+        ``_step_is_atomic``: their step may raise after writing)."""
+        data = [(p, p.data.copy()) for p in self._params() if p.grad is not None]
+        state = {p: {k: v.copy() if _is_array(v) else copy.deepcopy(v)
+                     for k, v in buffers.items()} for p, buffers in self.state.items()}
+        try:
+            return step(self, *args, **kwargs)
+        except BaseException:
+            for p, saved in data:
+                p.data = saved
+            self.state = state
+            raise
 
     def _check_step(self) -> None:
         """Raise, before anything changes, if an update could not be made.

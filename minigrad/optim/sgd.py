@@ -41,6 +41,7 @@ class SGD(Optimizer):
     """
 
     _state_spec = {"momentum_buffer": "tensor"}
+    _step_is_atomic = True     # checks pass before the first write (Optimizer._check_step)
 
     def __init__(self, params, lr=_required, momentum=0.0, dampening=0.0,
                  nesterov=False, weight_decay=0.0):
