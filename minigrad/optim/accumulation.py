@@ -78,6 +78,17 @@ class GradientAccumulator:
     step, pending BatchNorm statistics are dropped, gradients are zeroed, a
     ``RuntimeWarning`` is issued, and ``skipped_windows`` grows by one.
 
+    **Failures change nothing.**  ``step``, ``flush`` and ``load_state_dict``
+    either complete or raise with the state as it was: at an update, the
+    optimizer's checks of every gradient and hyperparameter and the
+    scheduler's step run before the first gradient is divided (the scheduler
+    is stepped ahead and put back if anything later fails).  Should the
+    optimizer's own step raise after that, it puts itself back
+    (:class:`~minigrad.optim.Optimizer`), and the window stays open with its
+    gradient already normalized and clipped, marked so that calling ``step``
+    (or ``flush``) again divides nothing twice and makes the update an
+    uninterrupted run makes.
+
     Args:
         optimizer: the :class:`~minigrad.optim.Optimizer` to step once per window.
         accumulation_steps: k, the number of micro-batches per update (int >= 1).
