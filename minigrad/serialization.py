@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import numbers
 import os
-import tempfile
+import secrets
 import zipfile
 
 import numpy as np
@@ -94,8 +94,10 @@ def save(obj, path) -> str:
     meta = {"format": _FORMAT, "version": _VERSION, "root": _encode(obj, [], arrays)}
     text = json.dumps(meta, allow_nan=True)
     folder = os.path.dirname(os.path.abspath(target))
-    fd, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",
-                                     dir=folder)
+    temporary = os.path.join(folder, f".{os.path.basename(target)}.{secrets.token_hex(6)}.tmp")
+    # O_EXCL: a new file of our own; mode 0o666 less the umask, as open() would give
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                 0o666)
     try:
         with os.fdopen(fd, "wb") as file:
             with zipfile.ZipFile(file, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
@@ -105,7 +107,6 @@ def save(obj, path) -> str:
                 archive.writestr(_META, text)
             file.flush()
             os.fsync(file.fileno())
-        os.chmod(temporary, 0o666 & ~_umask())
         os.replace(temporary, target)
     except BaseException:
         try:
@@ -115,12 +116,6 @@ def save(obj, path) -> str:
         raise
     _fsync_folder(folder)
     return target
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _fsync_folder(folder) -> None:

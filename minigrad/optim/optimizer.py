@@ -241,8 +241,9 @@ class Optimizer:
         """Raise, before anything changes, if an update could not be made.
 
         Checks each group's hyperparameters again (a user or a scheduler may
-        have set them since) and each gradient: a Tensor of the parameter's
-        shape, dtype and device.  Subclasses with more to check extend it.
+        have set them since; ``lr`` must be a finite number, of either sign)
+        and each gradient: a Tensor of the parameter's shape, dtype and
+        device.  Subclasses with more to check extend it.
 
         Raises:
             TypeError / ValueError: naming the group or parameter and what
@@ -250,8 +251,14 @@ class Optimizer:
         """
         name = type(self).__name__
         for i, group in enumerate(self.param_groups):
+            values = dict(group)
+            lr = values.get("lr")
+            if isinstance(lr, numbers.Real) and not isinstance(lr, bool):
+                # any sign: a schedule's rounding can take the rate a hair below
+                # 0 (LinearLR down to end_factor=0 gives -4.5e-18), as in PyTorch
+                values["lr"] = abs(lr)
             try:
-                self._check_group(dict(group))
+                self._check_group(values)
             except (TypeError, ValueError) as error:
                 raise type(error)(f"{error} (parameter group {i}; nothing was "
                                   "updated)") from None

@@ -90,7 +90,7 @@ def test_the_example_matches_pytorch_exactly():
     assert decay.get_last_lr() == [0.125]
 
 
-@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step()`")
+@pytest.mark.filterwarnings("ignore:Detected call of:UserWarning")
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_parity_with_torch(torch, case):
     ours_opt = _optimizer((0.1, 0.03))
@@ -302,3 +302,71 @@ def test_a_scheduler_drives_adam_too():
     opt.step()
     sched.step()
     assert opt.param_groups[0]["lr"] == pytest.approx(0.05)
+
+
+# ----------------------------------------------------- random combinations
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_floats = lambda lo, hi: st.floats(lo, hi, allow_nan=False, allow_subnormal=False)  # noqa: E731
+SIMPLE = {
+    "StepLR": st.fixed_dictionaries({"step_size": st.integers(1, 5),
+                                     "gamma": _floats(0.1, 0.99)}),
+    "MultiStepLR": st.fixed_dictionaries({"milestones": st.lists(st.integers(0, 20),
+                                                                 max_size=4).map(sorted),
+                                          "gamma": _floats(0.1, 0.99)}),
+    "ConstantLR": st.fixed_dictionaries({"factor": _floats(0.05, 1.0),
+                                         "total_iters": st.integers(1, 8)}),
+    "LinearLR": st.fixed_dictionaries({"start_factor": _floats(0.05, 1.0),
+                                       "end_factor": _floats(0.0, 1.0),
+                                       "total_iters": st.integers(1, 10)}),
+    "ExponentialLR": st.fixed_dictionaries({"gamma": _floats(0.5, 1.0)}),
+    "CosineAnnealingLR": st.fixed_dictionaries({"T_max": st.integers(1, 12),
+                                                "eta_min": _floats(0.0, 0.01)}),
+}
+_one = st.sampled_from(sorted(SIMPLE)).flatmap(
+    lambda name: SIMPLE[name].map(lambda kwargs: (name, kwargs)))
+
+
+@st.composite
+def _combinations(draw):
+    specs = draw(st.lists(_one, min_size=1, max_size=3))
+    how = draw(st.sampled_from(["together", "chained", "sequential"]))
+    cuts = sorted(draw(st.lists(st.integers(1, 20), min_size=len(specs) - 1,
+                                max_size=len(specs) - 1)))
+    return specs, how, cuts
+
+
+def _build(module, opt, combination):
+    specs, how, cuts = combination
+    children = [getattr(module, name)(opt, **kwargs) for name, kwargs in specs]
+    if how == "together":
+        return children
+    if how == "chained":
+        return module.ChainedScheduler(children)
+    return module.SequentialLR(opt, children, milestones=cuts)
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of:UserWarning")
+@settings(max_examples=60, deadline=None)
+@given(combination=_combinations())
+def test_random_combinations_match_torch(combination):
+    torch = pytest.importorskip("torch")
+    ours_opt = _optimizer((0.1, 0.02))
+    ours = _build(L, ours_opt, combination)
+    their_opt = _torch_optimizer(torch, (0.1, 0.02))
+    theirs = _build(torch.optim.lr_scheduler, their_opt, combination)
+    np.testing.assert_allclose(_trace(ours_opt, ours), _trace(their_opt, theirs),
+                               rtol=1e-12, atol=1e-300)
+
+
+def test_a_decay_to_zero_that_rounds_below_zero_still_steps(torch):
+    # The recursion of LinearLR(end_factor=0) ends at -4.5e-18, in PyTorch too;
+    # the optimizer must take that step, not reject the rate.
+    ours_opt = _optimizer((1.0,))
+    ours = L.LinearLR(ours_opt, start_factor=0.8171118335181818, end_factor=0.0,
+                      total_iters=4)
+    their_opt = _torch_optimizer(torch, (1.0,))
+    theirs = torch.optim.lr_scheduler.LinearLR(their_opt, start_factor=0.8171118335181818,
+                                               end_factor=0.0, total_iters=4)
+    ours_trace, their_trace = _trace(ours_opt, ours, 8), _trace(their_opt, theirs, 8)
+    assert ours_trace == their_trace and ours_trace[-1][0] < 0
