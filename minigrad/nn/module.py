@@ -288,7 +288,9 @@ class Module:
 
         ``module.to("cuda")``, ``module.to(numpy.float64)`` and
         ``module.to("cpu", numpy.float32)`` all work.  Integer buffers (such as
-        ``num_batches_tracked``) keep their dtype, as in PyTorch.
+        ``num_batches_tracked``) keep their dtype, as in PyTorch.  All or
+        nothing: if a conversion fails halfway (out of GPU memory), every
+        tensor already converted is put back.
         """
         if device is not None and not isinstance(device, str) and dtype is None:
             device, dtype = None, device          # module.to(float64)
@@ -306,13 +308,23 @@ class Module:
                 array = backend.to_device(array, device)
             return array
 
-        for module in self.modules():
-            for t in list(module._parameters.values()) + list(module._buffers.values()):
-                if t is None:
-                    continue
-                t.data = convert(t.data)
-                if t.grad is not None:
-                    t.grad.data = convert(t.grad.data)
+        done, seen = [], set()  # (tensor, its old array, its gradient's old array): to undo
+        try:
+            for module in self.modules():
+                for t in list(module._parameters.values()) + list(module._buffers.values()):
+                    if t is None or id(t) in seen:
+                        continue
+                    seen.add(id(t))
+                    done.append((t, t.data, None if t.grad is None else t.grad.data))
+                    t.data = convert(t.data)
+                    if t.grad is not None:
+                        t.grad.data = convert(t.grad.data)
+        except BaseException:           # e.g. out of GPU memory halfway: all back
+            for t, data, grad in done:
+                t.data = data
+                if grad is not None:
+                    t.grad.data = grad
+            raise
         return self
 
     def cpu(self) -> Module:

@@ -450,3 +450,28 @@ def test_a_custom_optimizer_subclass_inherits_no_atomic_promise():
 
     assert Adam._step_is_atomic and not Mine._step_is_atomic
     assert not Optimizer._step_is_atomic
+
+
+def test_module_to_that_fails_halfway_puts_everything_back(monkeypatch):
+    from minigrad import backend
+    model = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3), nn.Linear(3, 1))
+    ce = (model(minigrad.ones((4, 2))) ** 2).sum()
+    ce.backward()
+    before = [(t.data, None if t.grad is None else t.grad.data)
+              for t in list(model.parameters()) + list(model.buffers())]
+    calls = {"n": 0}
+    to_device = backend.to_device
+
+    def failing(array, device):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise MemoryError("out of device memory")
+        return to_device(array, device)
+
+    monkeypatch.setattr(backend, "to_device", failing)
+    with pytest.raises(MemoryError):
+        model.to("cpu", np.float64)
+    after = [(t.data, None if t.grad is None else t.grad.data)
+             for t in list(model.parameters()) + list(model.buffers())]
+    assert all(a[0] is b[0] and a[1] is b[1] for a, b in zip(after, before))
+    assert all(p.dtype == np.float32 for p in model.parameters())
