@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import functools
 import itertools
+import math
 import numbers
 
 import numpy as np
@@ -60,7 +61,7 @@ def check_number(owner: str, name: str, value, *, low=0.0, low_inclusive=True,
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{owner}: {name} must be a real number, got {value!r}")
     value = float(value)
-    if not np.isfinite(value):
+    if not math.isfinite(value):
         raise ValueError(f"{owner}: {name} must be finite, got {value}")
     if low is not None and (value < low or (value == low and not low_inclusive)):
         bound = ">=" if low_inclusive else ">"
