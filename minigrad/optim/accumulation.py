@@ -364,8 +364,9 @@ class GradientAccumulator:
     def _step_scheduler_ahead(self):
         """Step the scheduler before the optimizer, so that it fails (if it
         does) before anything else changed.  Returns None without a scheduler,
-        else ``(its state before, the new rates)``, the groups' current rates
-        put back for the optimizer's step."""
+        else ``(its state before, the new rates, the current rates)``; the
+        groups keep the current rates for the optimizer's step, and get the
+        new ones after it."""
         if self.scheduler is None:
             return None
         before = self.scheduler.state_dict()

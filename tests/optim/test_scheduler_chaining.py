@@ -370,3 +370,26 @@ def test_a_decay_to_zero_that_rounds_below_zero_still_steps(torch):
                                                end_factor=0.0, total_iters=4)
     ours_trace, their_trace = _trace(ours_opt, ours, 8), _trace(their_opt, theirs, 8)
     assert ours_trace == their_trace and ours_trace[-1][0] < 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(combination=_combinations(), stop=st.integers(0, 15),
+       order=st.sampled_from(ORDERS))
+def test_random_combinations_resume_in_any_order(combination, stop, order):
+    reference_opt = _optimizer((0.1, 0.02))
+    reference = _trace(reference_opt, _build(L, reference_opt, combination), 24)
+    opt = _optimizer((0.1, 0.02))
+    built = _build(L, opt, combination)
+    first = _trace(opt, built, stop)
+    saved_opt, saved_sched = opt.state_dict(), _save_state(built)
+    opt2 = _optimizer((0.1, 0.02))
+    if order == ORDERS[1]:
+        opt2.load_state_dict(saved_opt)
+    built2 = _build(L, opt2, combination)
+    if order == ORDERS[0]:
+        opt2.load_state_dict(saved_opt)
+    for s, state in zip(_steppers(built2), saved_sched):
+        s.load_state_dict(state)
+    if order == ORDERS[2]:
+        opt2.load_state_dict(saved_opt)
+    assert first + _trace(opt2, built2, 24 - stop) == reference
