@@ -238,6 +238,20 @@ class Optimizer:
             self.state = state
             raise
 
+    def _check_group_as_set(self, values: dict) -> None:
+        """:meth:`_check_group` on a group as a user or a scheduler left it:
+        ``lr`` may then be of either sign, as PyTorch lets it be after
+        construction (schedules multiply rates, so rounding can take a rate
+        to -4.5e-18 at the end of LinearLR(end_factor=0), and chained
+        schedules with an eta_min can go below 0)."""
+        lr = values.get("lr")
+        signed = isinstance(lr, numbers.Real) and not isinstance(lr, bool)
+        if signed:
+            values["lr"] = abs(lr)
+        self._check_group(values)
+        if signed:
+            values["lr"] = math.copysign(values["lr"], lr)
+
     def _check_step(self) -> None:
         """Raise, before anything changes, if an update could not be made.
 
@@ -252,14 +266,8 @@ class Optimizer:
         """
         name = type(self).__name__
         for i, group in enumerate(self.param_groups):
-            values = dict(group)
-            lr = values.get("lr")
-            if isinstance(lr, numbers.Real) and not isinstance(lr, bool):
-                # any sign: a schedule's rounding can take the rate a hair below
-                # 0 (LinearLR down to end_factor=0 gives -4.5e-18), as in PyTorch
-                values["lr"] = abs(lr)
             try:
-                self._check_group(values)
+                self._check_group_as_set(dict(group))
             except (TypeError, ValueError) as error:
                 raise type(error)(f"{error} (parameter group {i}; nothing was "
                                   "updated)") from None
@@ -404,7 +412,7 @@ class Optimizer:
         values.update({k: copy.deepcopy(v) for k, v in saved.items() if k != "params"})
         values["params"] = group["params"]
         try:
-            self._check_group(values)
+            self._check_group_as_set(values)
         except (TypeError, ValueError) as error:
             raise type(error)(f"{name}: saved group {i}: {error}") from None
         return values

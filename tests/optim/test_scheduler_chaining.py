@@ -393,3 +393,18 @@ def test_random_combinations_resume_in_any_order(combination, stop, order):
     if order == ORDERS[2]:
         opt2.load_state_dict(saved_opt)
     assert first + _trace(opt2, built2, 24 - stop) == reference
+
+
+def test_a_chain_that_goes_below_zero_saves_and_loads(torch):
+    # ExponentialLR then a cosine with eta_min: the recursion takes the rate below
+    # 0 (PyTorch too); the optimizer's state holding it must load again.
+    combination = ([("ExponentialLR", {"gamma": 0.5}),
+                    ("CosineAnnealingLR", {"T_max": 3, "eta_min": 0.0078125})], "together", [])
+    opt = _optimizer((0.1, 0.02))
+    trace = _trace(opt, _build(L, opt, combination), 6)
+    their_opt = _torch_optimizer(torch, (0.1, 0.02))
+    assert trace == _trace(their_opt, _build(torch.optim.lr_scheduler, their_opt, combination), 6)
+    assert min(min(lrs) for lrs in trace) < 0
+    opt2 = _optimizer((0.1, 0.02))
+    opt2.load_state_dict(opt.state_dict())
+    assert [g["lr"] for g in opt2.param_groups] == [g["lr"] for g in opt.param_groups]
