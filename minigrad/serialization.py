@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import numbers
 import os
+import re
 import secrets
 import zipfile
 
@@ -137,7 +138,11 @@ def _where(path) -> str:
 
 
 def _array_name(path, arrays) -> str:
-    name = "/".join(str(p) for p in path) or "array"
+    """A member name from the array's place in the state: the keys joined by
+    "/", each reduced to letters, digits, "_", "." and "-" (zip cuts names at
+    a NUL, and a name should be safe to extract); "~2", "~3"... when taken."""
+    parts = [re.sub(r"[^\w.\-]", "_", str(p)) for p in path]
+    name = "/".join("_" if p in ("", ".", "..") else p for p in parts) or "array"
     candidate, n = name, 1
     while candidate in arrays:
         n += 1
@@ -149,18 +154,18 @@ def _encode(value, path, arrays):
     """The JSON form of ``value``; its arrays go into ``arrays`` (name -> array)."""
     if value is None or isinstance(value, (bool, str)):
         return value
-    if isinstance(value, numbers.Integral) and not isinstance(value, np.generic):
-        return int(value)
-    if isinstance(value, float):
-        return value
     if isinstance(value, Tensor):
         value = value.data
-    if isinstance(value, np.generic):
+    if isinstance(value, np.generic):         # before float: numpy.float64 is a float
         if value.dtype.kind in "OV":
             raise TypeError(f"save: cannot store a {value.dtype} scalar at {_where(path)}")
         name = _array_name(path, arrays)
         arrays[name] = np.asarray(value)
         return {"__scalar__": name}
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
     if isinstance(value, np.ndarray) or backend.is_cupy_array(value):
         array = backend.asnumpy(value)
         if array.dtype.hasobject or array.dtype.kind == "V":

@@ -21,9 +21,9 @@ def _equal(a, b):
         return isinstance(b, dict) and list(a) == list(b) and all(_equal(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)):
         return type(a) is type(b) and len(a) == len(b) and all(map(_equal, a, b))
-    if isinstance(a, (np.ndarray, np.generic)):
-        return type(a) is type(b) and a.dtype == b.dtype and np.array_equal(
-            a, b, equal_nan=a.dtype.kind == "f")
+    if isinstance(a, (np.ndarray, np.generic)):      # bit for bit (nan payloads too)
+        return type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape and \
+            np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
     if isinstance(a, float) and a != a:
         return isinstance(b, float) and b != b
     return type(a) is type(b) and a == b
@@ -75,7 +75,8 @@ STATES = {
                "bool": np.array([True, False]), "0-d": np.array(2.5),
                "empty": np.zeros((0, 3), np.float32), "fortran": np.asfortranarray(
                    np.arange(6.0).reshape(2, 3)), "str": np.array(["ab", "c"])},
-    "numpy scalars": {"f32": np.float32(1.5), "i8": np.int8(-3), "b": np.bool_(True)},
+    "numpy scalars": {"f32": np.float32(1.5), "i8": np.int8(-3), "b": np.bool_(True),
+                      "f64": np.float64(0.1), "i64": np.int64(2 ** 40)},
     "same name twice": {"a/b": np.ones(1), "a": {"b": np.zeros(1)}},
 }
 
@@ -321,3 +322,40 @@ def test_nn_utils_checks_keys_and_values(tmp_path):
         nn.utils.save({0: np.ones(1)}, tmp_path / "x")
     assert serialization.checkpoint_path("a/b") == "a/b.npz"
     assert serialization.checkpoint_path("a/b.npz") == "a/b.npz"
+
+
+# ------------------------------------------------------------ any structure
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+_leaves = st.one_of(
+    st.none(), st.booleans(), st.integers(-2 ** 80, 2 ** 80), st.floats(allow_nan=True),
+    st.text(max_size=5),
+    hnp.arrays(st.sampled_from([np.float32, np.float64, np.int64, np.uint8, np.bool_,
+                                np.float16, np.complex64]),
+               hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3)),
+    hnp.from_dtype(np.dtype(np.float32)).map(np.float32),
+    hnp.from_dtype(np.dtype(np.int16)).map(np.int16))
+_keys = st.one_of(st.text(max_size=4), st.integers(-3, 3), st.none(), st.booleans(),
+                  st.sampled_from(["__array__", "__tuple__", "__dict__", "a/b"]))
+_states = st.recursive(
+    _leaves, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                     st.lists(inner, max_size=3).map(tuple),
+                                     st.dictionaries(_keys, inner, max_size=3)),
+    max_leaves=12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(state=_states)
+def test_any_state_round_trips(tmp_path, state):
+    assert _equal(minigrad.load(minigrad.save(state, tmp_path / "any")), state)
+
+
+def test_keys_that_are_no_file_names_round_trip(tmp_path):
+    state = {"\x00": np.float32(0), "": np.ones(1), "..": {"/": np.zeros(2)}, "a b": np.ones(1),
+             "a_b": np.zeros(1)}
+    path = minigrad.save(state, tmp_path / "odd")
+    assert _equal(minigrad.load(path), state)
+    with zipfile.ZipFile(path) as archive:
+        assert all(".." not in n.split("/") and not n.startswith("/") and "\x00" not in n
+                   for n in archive.namelist())
