@@ -345,7 +345,8 @@ _states = st.recursive(
     max_leaves=12)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(state=_states)
 def test_any_state_round_trips(tmp_path, state):
     assert _equal(minigrad.load(minigrad.save(state, tmp_path / "any")), state)

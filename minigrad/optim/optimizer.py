@@ -405,9 +405,10 @@ class Optimizer:
                                 "expected integer indices")
         missing = [k for k in self.defaults if k not in saved]
         if missing:
+            has = sorted(k for k in saved if k != "params")
             raise ValueError(f"{name}: saved group {i} lacks {type(self).__name__}'s "
-                             f"hyperparameters {missing} (has {sorted(k for k in saved if k != 'params')}); "
-                             "was it saved from another optimizer?")
+                             f"hyperparameters {missing} (has {has}); was it saved from "
+                             "another optimizer?")
         values = {k: v for k, v in group.items() if k != "params"}   # keys the save lacks stay
         values.update({k: copy.deepcopy(v) for k, v in saved.items() if k != "params"})
         values["params"] = group["params"]
