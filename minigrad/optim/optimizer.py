@@ -227,7 +227,7 @@ class Optimizer:
         """Run a subclass's ``step``; if it raises, put back every parameter
         and the whole state as they were (for optimizers not marked
         ``_step_is_atomic``: their step may raise after writing)."""
-        data = [(p, p.data.copy()) for p in self._params() if p.grad is not None]
+        data = [(p, p.data.copy()) for p in self._params()]
         state = {p: {k: v.copy() if _is_array(v) else copy.deepcopy(v)
                      for k, v in buffers.items()} for p, buffers in self.state.items()}
         try:
