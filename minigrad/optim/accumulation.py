@@ -335,9 +335,10 @@ class GradientAccumulator:
             params = self._params_with_grad()
             if self._prepared is None:
                 total = self._item_total
-                for p in params:
-                    p.grad.data /= total    # sum_j n_j grad L_j  ->  grad of the window mean
-                window_loss = self._loss_sum / total
+                if total:                   # 0: every micro-batch was empty, nothing to divide
+                    for p in params:
+                        p.grad.data /= total    # sum_j n_j grad L_j -> grad of the window mean
+                window_loss = self._loss_sum / total if total else math.nan   # mean of nothing
                 if self._nonfinite or not _all_finite(params):
                     self._undo_scheduler(ahead)
                     self._skip_window(window_loss)
