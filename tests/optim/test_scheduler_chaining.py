@@ -166,6 +166,11 @@ def test_the_restore_example():
     assert opt2.param_groups[0]["lr"] == pytest.approx(0.6545084972, abs=1e-10)
     assert sched2.get_last_lr() == sched.get_last_lr()
     assert opt2.param_groups[0]["initial_lr"] == 1.0 and sched2.last_epoch == 4
+    w = opt2.param_groups[0]["params"][0]                # the next update uses it
+    before = w.numpy().copy()
+    w.grad = minigrad.ones_like(w)
+    opt2.step()
+    np.testing.assert_allclose(before - w.numpy(), [0.6545084972], rtol=1e-6)
 
 
 def test_initial_lr_is_kept_in_the_groups_as_pytorch_does(torch):
