@@ -11,6 +11,7 @@ from .creation import (abs, arange, broadcast_to, cat, clip, concatenate, exp, l
                        tanh, tensor, transpose, unsqueeze, where, zeros, zeros_like)
 from .gradcheck import GradcheckError, gradcheck
 from .random import manual_seed
+from .serialization import CheckpointError, load, save
 from .tensor import (Tensor, bool_, float16, float32, float64, get_default_dtype, int32,
                      int64, set_default_dtype)
 

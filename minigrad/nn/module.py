@@ -55,6 +55,21 @@ def _as_buffer(value, name):
                     f"None, got {type(value).__name__}")
 
 
+def _convert_value(key, value, t):
+    """``value`` as an array of ``t``'s dtype on ``t``'s device (a new array)."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        try:
+            dtype = np.asarray(value).dtype
+        except (TypeError, ValueError) as error:     # ragged lists and the like
+            raise TypeError(f"load_state_dict: value of {key!r} is not an array of numbers "
+                            f"({error})") from None
+    if dtype.kind not in "biuf":
+        raise TypeError(f"load_state_dict: value of {key!r} has dtype {dtype}; expected "
+                        f"numbers convertible to the module's {t.dtype}")
+    return t._xp.array(backend.to_device(value, t.device), dtype=t.dtype, copy=True)
+
+
 class Module:
     """Base class of every layer and model.
 
@@ -273,7 +288,9 @@ class Module:
 
         ``module.to("cuda")``, ``module.to(numpy.float64)`` and
         ``module.to("cpu", numpy.float32)`` all work.  Integer buffers (such as
-        ``num_batches_tracked``) keep their dtype, as in PyTorch.
+        ``num_batches_tracked``) keep their dtype, as in PyTorch.  All or
+        nothing: if a conversion fails halfway (out of GPU memory), every
+        tensor already converted is put back.
         """
         if device is not None and not isinstance(device, str) and dtype is None:
             device, dtype = None, device          # module.to(float64)
@@ -291,13 +308,23 @@ class Module:
                 array = backend.to_device(array, device)
             return array
 
-        for module in self.modules():
-            for t in list(module._parameters.values()) + list(module._buffers.values()):
-                if t is None:
-                    continue
-                t.data = convert(t.data)
-                if t.grad is not None:
-                    t.grad.data = convert(t.grad.data)
+        done, seen = [], set()  # (tensor, its old array, its gradient's old array): to undo
+        try:
+            for module in self.modules():
+                for t in list(module._parameters.values()) + list(module._buffers.values()):
+                    if t is None or id(t) in seen:
+                        continue
+                    seen.add(id(t))
+                    done.append((t, t.data, None if t.grad is None else t.grad.data))
+                    t.data = convert(t.data)
+                    if t.grad is not None:
+                        t.grad.data = convert(t.grad.data)
+        except BaseException:           # e.g. out of GPU memory halfway: all back
+            for t, data, grad in done:
+                t.data = data
+                if grad is not None:
+                    t.grad.data = grad
+            raise
         return self
 
     def cpu(self) -> Module:
@@ -364,6 +391,11 @@ class Module:
                 names every such key).
             ValueError: a shape differs (always, strict or not; names the key,
                 both shapes).
+            TypeError: a value is not numbers (strings, objects, complex
+                numbers into a real parameter).
+
+        All or nothing: every value is checked and converted before the first
+        one is copied in, so on any error the module is unchanged.
         """
         if not hasattr(state_dict, "keys"):
             raise TypeError(f"load_state_dict: expected a dict from names to arrays, got "
@@ -379,6 +411,7 @@ class Module:
                 parts.append(f"unexpected keys: {', '.join(unexpected)}")
             raise KeyError(f"load_state_dict for {type(self).__name__}: "
                            + "; ".join(parts))
+        converted = {}      # every value converted first: a bad one raises before any copy
         for key, t in own.items():
             if key not in state_dict:
                 continue
@@ -389,23 +422,24 @@ class Module:
                 raise ValueError(f"load_state_dict: size mismatch for {key!r}: the "
                                  f"checkpoint has shape {shape}, the module has "
                                  f"shape {t.shape}")
-        for key, t in own.items():
-            if key in state_dict:
-                value = state_dict[key]
-                value = value.data if isinstance(value, Tensor) else value
-                xp = t._xp
-                t.data[...] = xp.asarray(backend.to_device(value, t.device),
-                                         dtype=t.dtype)
+            converted[key] = _convert_value(key, value, t)
+        for key, array in converted.items():
+            own[key].data[...] = array
         return missing, unexpected
 
-    def save(self, path) -> None:
-        """Write :meth:`state_dict` to the ``.npz`` file ``path`` (see
-        :func:`minigrad.nn.utils.save`)."""
+    def save(self, path) -> str:
+        """Write :meth:`state_dict` to the ``.npz`` file ``path``, atomically
+        (see :func:`minigrad.nn.utils.save`); ``.npz`` is added when missing.
+        Returns the path written."""
         from .utils import save  # noqa: PLC0415  (utils imports nothing of Module)
-        save(self.state_dict(), path)
+        return save(self.state_dict(), path)
 
     def load(self, path, strict: bool = True):
-        """Load a ``.npz`` file written by :meth:`save` into this module, in place."""
+        """Load a file written by :meth:`save` into this module, in place (the
+        same ``path``: ``m.save("model")`` then ``m.load("model")`` both use
+        ``model.npz``).  Raises FileNotFoundError, or
+        :class:`minigrad.serialization.CheckpointError` for a damaged file;
+        see :meth:`load_state_dict` for the rest."""
         from .utils import load  # noqa: PLC0415
         return self.load_state_dict(load(path), strict=strict)
 

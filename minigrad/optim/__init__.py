@@ -1,7 +1,9 @@
 """minigrad.optim: optimizers, learning-rate schedulers, clipping, and gradient accumulation.
 
 - ``SGD``, ``Adam``, ``AdamW``: PyTorch's update rules, on ``param.data`` in place.
-- ``lr_scheduler``: ``LambdaLR``, ``StepLR``, ``CosineAnnealingLR``, ``LinearLR`` (warm-up).
+- ``lr_scheduler``: ``LambdaLR``, ``StepLR``, ``CosineAnnealingLR``, ``LinearLR`` (warm-up),
+  ``MultiplicativeLR``, ``MultiStepLR``, ``ConstantLR``, ``ExponentialLR``, chainable as
+  PyTorch's, and ``SequentialLR`` / ``ChainedScheduler`` to combine them.
 - ``clip_grad_norm_``: clip all gradients together by their global norm.
 - ``GradientAccumulator``: k micro-batches, one update, equal to the full-batch update.
 """

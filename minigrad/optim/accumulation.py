@@ -5,9 +5,12 @@ import math
 import numbers
 import warnings
 
+import numpy as np
+
 from .. import backend
 from ..tensor import Tensor
 from .clip import clip_grad_norm_
+from .lr_scheduler import LRScheduler
 from .optimizer import Optimizer, check_number, check_state_keys
 
 
@@ -75,6 +78,17 @@ class GradientAccumulator:
     step, pending BatchNorm statistics are dropped, gradients are zeroed, a
     ``RuntimeWarning`` is issued, and ``skipped_windows`` grows by one.
 
+    **Failures change nothing.**  ``step``, ``flush`` and ``load_state_dict``
+    either complete or raise with the state as it was: at an update, the
+    optimizer's checks of every gradient and hyperparameter and the
+    scheduler's step run before the first gradient is divided (the scheduler
+    is stepped ahead and put back if anything later fails).  Should the
+    optimizer's own step raise after that, it puts itself back
+    (:class:`~minigrad.optim.Optimizer`), and the window stays open with its
+    gradient already normalized and clipped, marked so that calling ``step``
+    (or ``flush``) again divides nothing twice and makes the update an
+    uninterrupted run makes.
+
     Args:
         optimizer: the :class:`~minigrad.optim.Optimizer` to step once per window.
         accumulation_steps: k, the number of micro-batches per update (int >= 1).
@@ -136,7 +150,7 @@ class GradientAccumulator:
     # (that would copy every pending gradient and optimizer buffer).
     _STATE_KEYS = ("accumulation_steps", "max_grad_norm", "micro_step", "updates",
                    "skipped_windows", "window_loss", "last_grad_norm", "awaiting_step",
-                   "mode", "item_total", "loss_sum", "nonfinite", "pending_grads",
+                   "mode", "item_total", "loss_sum", "nonfinite", "prepared", "pending_grads",
                    "optimizer", "scheduler", "batchnorm")
 
     def __init__(self, optimizer, accumulation_steps, *, max_grad_norm=None,
@@ -182,6 +196,7 @@ class GradientAccumulator:
         self._item_total = 0          # sum_j n_j
         self._loss_sum = 0.0          # sum_j n_j * L_j
         self._nonfinite = False       # a non-finite loss was seen in this window
+        self._prepared = None         # (window loss, grad norm) once the grads are normalized
 
     # ------------------------------------------------------------- per micro-batch
     def backward(self, loss, num_items=None) -> None:
@@ -268,15 +283,19 @@ class GradientAccumulator:
 
         Raises:
             RuntimeError: no ``backward`` since the last ``step``.
+            Whatever the update raises (a gradient of the wrong shape, a bad
+            hyperparameter, a scheduler's ``lr_lambda``): then nothing has
+            changed, the micro-batch is still waiting for this ``step``, and
+            calling it again gives the update an uninterrupted run makes.
         """
         if not self._awaiting_step:
             raise RuntimeError("GradientAccumulator.step: no backward() since the last "
                                "step(); call backward(loss) once per micro-batch first")
-        self._awaiting_step = False
-        self.micro_step += 1
-        if self.micro_step < self.accumulation_steps:
+        if self.micro_step + 1 < self.accumulation_steps:
+            self._awaiting_step = False
+            self.micro_step += 1
             return False
-        return self._update()
+        return self._update()           # closes the window, or raises having changed nothing
 
     def flush(self) -> bool:
         """Apply a short final window (end of data), normalized by what it holds.
@@ -287,6 +306,7 @@ class GradientAccumulator:
 
         Raises:
             RuntimeError: a ``backward`` is waiting for its ``step``.
+            Whatever the update raises, as :meth:`step` (nothing changed).
         """
         if self._awaiting_step:
             raise RuntimeError("GradientAccumulator.flush: the last backward() has no "
@@ -301,40 +321,85 @@ class GradientAccumulator:
                 if p.grad is not None]
 
     def _update(self) -> bool:
-        """Normalize by the window's total, clip, step optimizer and scheduler once."""
-        total = self._item_total
-        self.window_loss = self._loss_sum / total
-        params = self._params_with_grad()
-        for p in params:
-            p.grad.data /= total        # sum_j n_j grad L_j  ->  grad of the window mean
-        if self._nonfinite or not _all_finite(params):
-            self._skip_window()
-            return False
-        if self.max_grad_norm is not None:
-            self.last_grad_norm = clip_grad_norm_(params, self.max_grad_norm)
-        self.optimizer.step()
-        if self.scheduler is not None:
-            self.scheduler.step()
+        """Normalize by the window's total, clip, step optimizer and scheduler once.
+
+        All or nothing: what can fail on bad input runs first (the optimizer's
+        checks of every gradient and hyperparameter, then the scheduler's step,
+        taken ahead and undone on failure).  If the optimizer's step raises
+        anyway, the scheduler is put back and the gradients stay normalized
+        (and clipped), marked so that a retry uses them as they are.
+        """
+        self.optimizer._check_step()          # raises before anything changes
+        ahead = self._step_scheduler_ahead()  # raises having changed nothing
+        try:
+            params = self._params_with_grad()
+            if self._prepared is None:
+                total = self._item_total
+                if total:                   # 0: every micro-batch was empty, nothing to divide
+                    for p in params:
+                        p.grad.data /= total    # sum_j n_j grad L_j -> grad of the window mean
+                window_loss = self._loss_sum / total if total else math.nan   # mean of nothing
+                if self._nonfinite or not _all_finite(params):
+                    self._undo_scheduler(ahead)
+                    self._skip_window(window_loss)
+                    return False
+                grad_norm = self.last_grad_norm
+                if self.max_grad_norm is not None:
+                    grad_norm = clip_grad_norm_(params, self.max_grad_norm)
+                self._prepared = (window_loss, grad_norm)   # a retry must not divide again
+            self.optimizer.step()
+        except BaseException:
+            self._undo_scheduler(ahead)
+            raise
+        if ahead is not None:
+            _set_rates(self.optimizer, ahead[1])
         if self.model is not None:
             from .. import nn  # noqa: PLC0415
             nn.apply_merged_running_stats(self.model)
         self.optimizer.zero_grad()
+        self.window_loss, self.last_grad_norm = self._prepared
         self.updates += 1
         self._reset_window()
         return True
 
-    def _skip_window(self) -> None:
-        warnings.warn(f"GradientAccumulator: non-finite loss or gradient in the window "
-                      f"after {self.updates} updates (window loss {self.window_loss}); "
-                      "the window is skipped: no optimizer or scheduler step",
-                      RuntimeWarning, stacklevel=3)
+    def _step_scheduler_ahead(self):
+        """Step the scheduler before the optimizer, so that it fails (if it
+        does) before anything else changed.  Returns None without a scheduler,
+        else ``(its state before, the new rates, the current rates)``; the
+        groups keep the current rates for the optimizer's step, and get the
+        new ones after it."""
+        if self.scheduler is None:
+            return None
+        before = self.scheduler.state_dict()
+        rates = _rates(self.optimizer)
+        self.scheduler.step()                 # all or nothing
+        new_rates = _rates(self.optimizer)
+        _set_rates(self.optimizer, rates)
+        return before, new_rates, rates
+
+    def _undo_scheduler(self, ahead) -> None:
+        if ahead is None:
+            return
+        before, _, rates = ahead
+        if isinstance(self.scheduler, LRScheduler):
+            self.scheduler._set_state(self.scheduler._check_state(before))
+        else:
+            self.scheduler.load_state_dict(before)
+        _set_rates(self.optimizer, rates)
+
+    def _skip_window(self, window_loss) -> None:
         if self.model is not None:
             from .. import nn  # noqa: PLC0415
             for layer in nn.batchnorm_layers(self.model):
                 layer.set_pending_stats(None)
         self.optimizer.zero_grad()
+        self.window_loss = window_loss
         self.skipped_windows += 1
         self._reset_window()
+        warnings.warn(f"GradientAccumulator: non-finite loss or gradient in the window "
+                      f"after {self.updates} updates (window loss {window_loss}); "
+                      "the window is skipped: no optimizer or scheduler step",
+                      RuntimeWarning, stacklevel=4)
 
     # --------------------------------------------------------- save and resume
     def state_dict(self) -> dict:
@@ -344,6 +409,8 @@ class GradientAccumulator:
         parameter (copies, in the optimizer's parameter order; None where
         there is none), ``optimizer.state_dict()``, the scheduler's state, and
         the model's pending BatchNorm statistics (when ``model`` was given).
+        Arrays and plain Python values only: :func:`minigrad.save` writes it
+        without pickle.
         """
         pending = [None if p.grad is None else p.grad.data.copy()
                    for group in self.optimizer.param_groups for p in group["params"]]
@@ -360,6 +427,7 @@ class GradientAccumulator:
             "item_total": self._item_total,
             "loss_sum": self._loss_sum,
             "nonfinite": self._nonfinite,
+            "prepared": None if self._prepared is None else list(self._prepared),
             "pending_grads": pending,
             "optimizer": self.optimizer.state_dict(),
             "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
@@ -376,67 +444,160 @@ class GradientAccumulator:
         like the saved one (same k, an optimizer over parameters of the same
         shapes, a scheduler and a model if the saved one had them).
 
-        Raises:
-            TypeError: ``state`` is not a dict.
-            ValueError: a key of :meth:`state_dict` is missing,
-                ``accumulation_steps`` differs, the number of
-                parameters or a gradient's shape differs, or a scheduler /
-                model / BatchNorm layer count does not match.
-        """
-        check_state_keys("GradientAccumulator.load_state_dict", state, self._STATE_KEYS)
-        if state["accumulation_steps"] != self.accumulation_steps:
-            raise ValueError(f"GradientAccumulator.load_state_dict: saved with "
-                             f"accumulation_steps={state['accumulation_steps']}, this "
-                             f"accumulator has {self.accumulation_steps}")
-        params = [p for group in self.optimizer.param_groups for p in group["params"]]
-        pending = state["pending_grads"]
-        if len(pending) != len(params):
-            raise ValueError(f"GradientAccumulator.load_state_dict: saved {len(pending)} "
-                             f"gradients for {len(params)} parameters")
-        for i, (p, g) in enumerate(zip(params, pending)):
-            if g is not None and tuple(g.shape) != p.shape:
-                raise ValueError(f"GradientAccumulator.load_state_dict: gradient {i} has "
-                                 f"shape {tuple(g.shape)}, the parameter has {p.shape}")
-        if (state["scheduler"] is None) != (self.scheduler is None):
-            raise ValueError("GradientAccumulator.load_state_dict: the saved state and "
-                             "this accumulator differ in having a scheduler")
-        if (state["batchnorm"] is None) != (self.model is None):
-            raise ValueError("GradientAccumulator.load_state_dict: the saved state and "
-                             "this accumulator differ in having a model")
-        self.optimizer.load_state_dict(state["optimizer"])
-        if self.scheduler is not None:
-            self.scheduler.load_state_dict(state["scheduler"])
-        if self.model is not None:
-            self._load_batchnorm(state["batchnorm"])
-        for p, g in zip(params, pending):
-            p.grad = None if g is None else Tensor(
-                backend.to_device(g, p.device).astype(p.dtype))   # astype copies
-        self.max_grad_norm = state["max_grad_norm"]
-        self.micro_step = state["micro_step"]
-        self.updates = state["updates"]
-        self.skipped_windows = state["skipped_windows"]
-        self.window_loss = state["window_loss"]
-        self.last_grad_norm = state["last_grad_norm"]
-        self._awaiting_step = state["awaiting_step"]
-        self._mode = state["mode"]
-        self._item_total = state["item_total"]
-        self._loss_sum = state["loss_sum"]
-        self._nonfinite = state["nonfinite"]
+        All or nothing: the counters and gradients are checked first, then
+        the optimizer, the scheduler and the BatchNorm statistics are loaded;
+        if any of them raises, everything loaded so far is put back.
 
-    def _load_batchnorm(self, saved) -> None:
-        from .. import nn  # noqa: PLC0415
-        layers = list(nn.batchnorm_layers(self.model))
-        if len(saved) != len(layers):
-            raise ValueError(f"GradientAccumulator.load_state_dict: saved pending "
-                             f"statistics of {len(saved)} BatchNorm layers, the model has "
-                             f"{len(layers)}")
-        for layer, stats in zip(layers, saved):
-            layer.set_pending_stats(stats)
+        Raises:
+            TypeError: ``state`` is not a dict, or a value has the wrong type.
+            ValueError: a key of :meth:`state_dict` is missing,
+                ``accumulation_steps`` differs, a counter is out of range, the
+                number of parameters or a gradient's shape differs, or
+                a scheduler / model / BatchNorm layer count does not match (and
+                whatever the optimizer's and scheduler's ``load_state_dict``
+                raise).
+        """
+        name = "GradientAccumulator.load_state_dict"
+        check_state_keys(name, state, self._STATE_KEYS)
+        if state["accumulation_steps"] != self.accumulation_steps:
+            raise ValueError(f"{name}: saved with accumulation_steps="
+                             f"{state['accumulation_steps']}, this accumulator has "
+                             f"{self.accumulation_steps}")
+        counters = self._check_counters(name, state)
+        params = [p for group in self.optimizer.param_groups for p in group["params"]]
+        grads = self._check_pending_grads(name, state["pending_grads"], params)
+        if (state["scheduler"] is None) != (self.scheduler is None):
+            raise ValueError(f"{name}: the saved state and this accumulator differ in "
+                             "having a scheduler")
+        if (state["batchnorm"] is None) != (self.model is None):
+            raise ValueError(f"{name}: the saved state and this accumulator differ in "
+                             "having a model")
+        layers = []
+        if self.model is not None:
+            from .. import nn  # noqa: PLC0415
+            layers = list(nn.batchnorm_layers(self.model))
+            if not isinstance(state["batchnorm"], list) or \
+                    len(state["batchnorm"]) != len(layers):
+                raise ValueError(f"{name}: saved pending statistics of "
+                                 f"{len(state['batchnorm'])} BatchNorm layers, the model "
+                                 f"has {len(layers)}")
+        # Checked what can be checked here; the optimizer, scheduler and layers
+        # check their own parts as they load.  Keep what is needed to undo.
+        opt = self.optimizer
+        undo = (opt.state, [dict(g) for g in opt.param_groups], opt._loaded_lrs,
+                None if self.scheduler is None else self.scheduler.state_dict(),
+                [layer.get_pending_stats() for layer in layers])
+        try:
+            opt.load_state_dict(state["optimizer"])
+            if self.scheduler is not None:
+                self.scheduler.load_state_dict(state["scheduler"])
+            for layer, stats in zip(layers, state["batchnorm"] or ()):
+                layer.set_pending_stats(stats)
+        except BaseException:
+            opt.state, opt._loaded_lrs = undo[0], undo[2]
+            for group, saved in zip(opt.param_groups, undo[1]):
+                group.clear()
+                group.update(saved)
+            if self.scheduler is not None:
+                self._undo_scheduler((undo[3], None, [g["lr"] for g in undo[1]]))
+            for layer, stats in zip(layers, undo[4]):
+                layer.set_pending_stats(stats)
+            raise
+        for p, g in zip(params, grads):
+            p.grad = g
+        for key, value in counters.items():
+            setattr(self, key, value)
+
+    def _check_counters(self, name, state) -> dict:
+        """The attributes to set from ``state``, each checked."""
+        def integer(key, low=0, high=None):
+            value = state[key]
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or \
+                    value < low or (high is not None and value > high):
+                raise ValueError(f"{name}: {key} must be an int in [{low}, "
+                                 f"{'inf' if high is None else high}], got {value!r}")
+            return int(value)
+
+        def real(key, optional=True):
+            value = state[key]
+            if value is None and optional:
+                return None
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise TypeError(f"{name}: {key} must be a number"
+                                f"{' or None' if optional else ''}, got {value!r}")
+            return value
+
+        def flag(key):
+            if not isinstance(state[key], bool):
+                raise TypeError(f"{name}: {key} must be True or False, got {state[key]!r}")
+            return state[key]
+
+        if state["mode"] not in (None, "items", "count"):
+            raise ValueError(f"{name}: mode must be None, 'items' or 'count', got "
+                             f"{state['mode']!r}")
+        max_grad_norm = state["max_grad_norm"]
+        if max_grad_norm is not None:
+            max_grad_norm = check_number(name, "max_grad_norm", max_grad_norm, low=0.0,
+                                         low_inclusive=False)
+        prepared = state["prepared"]
+        if prepared is not None:
+            if not isinstance(prepared, (list, tuple)) or len(prepared) != 2:
+                raise ValueError(f"{name}: prepared must be None or [window_loss, "
+                                 f"grad_norm], got {prepared!r}")
+            prepared = tuple(prepared)
+        item_total = real("item_total", optional=False)
+        if item_total < 0:
+            raise ValueError(f"{name}: item_total must be >= 0, got {item_total}")
+        return {"max_grad_norm": max_grad_norm,
+                "micro_step": integer("micro_step", 0, self.accumulation_steps - 1),
+                "updates": integer("updates"),
+                "skipped_windows": integer("skipped_windows"),
+                "window_loss": real("window_loss"),
+                "last_grad_norm": real("last_grad_norm"),
+                "_awaiting_step": flag("awaiting_step"),
+                "_mode": state["mode"],
+                "_item_total": item_total,
+                "_loss_sum": real("loss_sum", optional=False),
+                "_nonfinite": flag("nonfinite"),
+                "_prepared": prepared}
+
+    @staticmethod
+    def _check_pending_grads(name, pending, params) -> list:
+        """The new ``.grad`` of every parameter (Tensors or None), built
+        before any is assigned."""
+        if not isinstance(pending, (list, tuple)) or len(pending) != len(params):
+            count = len(pending) if isinstance(pending, (list, tuple)) else "no"
+            raise ValueError(f"{name}: saved {count} gradients for {len(params)} parameters")
+        grads = []
+        for i, (p, g) in enumerate(zip(params, pending)):
+            if g is None:
+                grads.append(None)
+                continue
+            if not (isinstance(g, np.ndarray) or backend.is_cupy_array(g)):
+                raise TypeError(f"{name}: gradient {i} must be an array or None, got "
+                                f"{type(g).__name__}")
+            if tuple(g.shape) != p.shape:
+                raise ValueError(f"{name}: gradient {i} has shape {tuple(g.shape)}, the "
+                                 f"parameter has {p.shape}")
+            if g.dtype.kind != "f":
+                raise TypeError(f"{name}: gradient {i} has dtype {g.dtype}, expected a "
+                                f"floating-point array (it is cast to the parameter's {p.dtype})")
+            grads.append(Tensor(backend.to_device(g, p.device).astype(p.dtype)))  # copies
+        return grads
 
     def __repr__(self):
         return (f"GradientAccumulator(accumulation_steps={self.accumulation_steps}, "
                 f"micro_step={self.micro_step}, updates={self.updates}, "
                 f"max_grad_norm={self.max_grad_norm})")
+
+
+def _rates(optimizer) -> list:
+    return [group["lr"] for group in optimizer.param_groups]
+
+
+def _set_rates(optimizer, rates) -> None:
+    for group, lr in zip(optimizer.param_groups, rates):
+        group["lr"] = lr
 
 
 def _all_finite(params) -> bool:

@@ -36,6 +36,8 @@ class Adam(Optimizer):
     """
 
     decoupled_weight_decay = False
+    _state_spec = {"step": "count", "exp_avg": "tensor", "exp_avg_sq": "tensor"}
+    _step_is_atomic = True     # checks pass before the first write (Optimizer._check_step)
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import functools
 import itertools
+import math
 import numbers
 
 import numpy as np
@@ -28,6 +29,15 @@ _required = object()  # marks a hyperparameter without a default (SGD's lr)
 
 def _is_array(x) -> bool:
     return isinstance(x, np.ndarray) or backend.is_cupy_array(x)
+
+
+def _as_index(key):
+    """A state key as a parameter index (an int, or a string of digits)."""
+    if isinstance(key, str) and key.isdigit():
+        return int(key)
+    if isinstance(key, bool) or not isinstance(key, numbers.Integral):
+        return key
+    return int(key)
 
 
 def check_state_keys(owner: str, state, keys) -> None:
@@ -51,7 +61,7 @@ def check_number(owner: str, name: str, value, *, low=0.0, low_inclusive=True,
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{owner}: {name} must be a real number, got {value!r}")
     value = float(value)
-    if not np.isfinite(value):
+    if not math.isfinite(value):
         raise ValueError(f"{owner}: {name} must be finite, got {value}")
     if low is not None and (value < low or (value == low and not low_inclusive)):
         bound = ">=" if low_inclusive else ">"
@@ -81,7 +91,12 @@ def _step_with_hooks(step):
     def wrapper(self, *args, **kwargs):
         for hook in list(self._step_pre_hooks.values()):
             hook(self, args, kwargs)
-        result = step(self, *args, **kwargs)
+        self._check_step()          # everything the update reads, before it writes
+        if self._step_is_atomic:
+            result = step(self, *args, **kwargs)
+        else:
+            result = self._step_or_restore(step, args, kwargs)
+        self._loaded_lrs = None     # see LRScheduler.load_state_dict
         for hook in list(self._step_post_hooks.values()):
             hook(self, args, kwargs)
         return result
@@ -108,6 +123,19 @@ class Optimizer:
     around every ``step()`` (PyTorch's names): a place to log or record the
     gradient an update uses.
 
+    **All or nothing.**  ``step()`` first checks everything the update will
+    read (:meth:`_check_step`: every group's hyperparameters, every gradient's
+    shape, dtype and device) and raises before any parameter changes; in
+    minigrad's optimizers the update that follows is arithmetic on checked
+    arrays.  An optimizer you write may raise after it has written; unless
+    its class sets ``_step_is_atomic = True``, its ``step()`` keeps a copy of
+    the parameters and the state and puts them back when it raises.
+    ``load_state_dict`` checks the whole state before it replaces anything.
+    (In minigrad's own optimizers an exception from inside the arithmetic
+    itself, such as MemoryError, could still stop an update halfway: undoing
+    that would need a copy of every parameter at every step, which they do
+    not keep.)
+
     Raises:
         TypeError: ``params`` is a single Tensor or holds something that is not
             a Tensor; a parameter is not floating point or is not a leaf.
@@ -115,14 +143,28 @@ class Optimizer:
             a required hyperparameter is missing.
     """
 
+    # True for an optimizer whose step() writes nothing before its checks
+    # pass (minigrad's own); for others, step() keeps a copy of the parameters
+    # and the state, and puts them back if the step raises.
+    _step_is_atomic = False
+
+    # The buffers of a non-empty per-parameter state, and what each holds:
+    # "tensor" (an array of the parameter's shape and dtype) or "count" (an
+    # int >= 0).  Subclasses set it; None (a custom optimizer) checks only
+    # that arrays of the state have the parameter's shape.
+    _state_spec: dict | None = None
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "step" in cls.__dict__:
             cls.step = _step_with_hooks(cls.__dict__["step"])
+            if "_step_is_atomic" not in cls.__dict__:
+                cls._step_is_atomic = False     # a new step: no promise inherited
 
     def __init__(self, params, defaults: dict):
         self._step_pre_hooks: dict = {}
         self._step_post_hooks: dict = {}
+        self._loaded_lrs = None     # the rates set by the last load_state_dict
         self.defaults = dict(defaults)
         self.param_groups: list[dict] = []
         self.state: dict = {}
@@ -181,6 +223,67 @@ class Optimizer:
     def step(self) -> None:  # pragma: no cover - abstract
         raise NotImplementedError(f"{type(self).__name__}.step is not implemented")
 
+    def _step_or_restore(self, step, args, kwargs):
+        """Run a subclass's ``step``; if it raises, put back every parameter
+        and the whole state as they were (for optimizers not marked
+        ``_step_is_atomic``: their step may raise after writing)."""
+        data = [(p, p.data.copy()) for p in self._params()]
+        state = {p: {k: v.copy() if _is_array(v) else copy.deepcopy(v)
+                     for k, v in buffers.items()} for p, buffers in self.state.items()}
+        try:
+            return step(self, *args, **kwargs)
+        except BaseException:
+            for p, saved in data:
+                p.data = saved
+            self.state = state
+            raise
+
+    def _check_group_as_set(self, values: dict) -> None:
+        """:meth:`_check_group` on a group as a user or a scheduler left it:
+        ``lr`` may then be of either sign, as PyTorch lets it be after
+        construction (schedules multiply rates, so rounding can take a rate
+        to -4.5e-18 at the end of LinearLR(end_factor=0), and chained
+        schedules with an eta_min can go below 0)."""
+        lr = values.get("lr")
+        signed = isinstance(lr, numbers.Real) and not isinstance(lr, bool)
+        if signed:
+            values["lr"] = abs(lr)
+        self._check_group(values)
+        if signed:
+            values["lr"] = math.copysign(values["lr"], lr)
+
+    def _check_step(self) -> None:
+        """Raise, before anything changes, if an update could not be made.
+
+        Checks each group's hyperparameters again (a user or a scheduler may
+        have set them since; ``lr`` must be a finite number, of either sign)
+        and each gradient: a Tensor of the parameter's shape, dtype and
+        device.  Subclasses with more to check extend it.
+
+        Raises:
+            TypeError / ValueError: naming the group or parameter and what
+                was expected; nothing has been updated.
+        """
+        name = type(self).__name__
+        for i, group in enumerate(self.param_groups):
+            try:
+                self._check_group_as_set(dict(group))
+            except (TypeError, ValueError) as error:
+                raise type(error)(f"{error} (parameter group {i}; nothing was "
+                                  "updated)") from None
+        for i, p in enumerate(self._params()):
+            g = p.grad
+            if g is None:
+                continue
+            if not isinstance(g, Tensor):
+                raise TypeError(f"{name}.step: parameter {i} has a .grad of type "
+                                f"{type(g).__name__}, expected a Tensor; nothing was updated")
+            if g.shape != p.shape or g.dtype != p.dtype or g.device != p.device:
+                raise ValueError(f"{name}.step: parameter {i} (shape {p.shape}, {p.dtype}, "
+                                 f"{p.device}) has a gradient of shape {g.shape}, {g.dtype}, "
+                                 f"{g.device}; expected the parameter's shape, dtype and "
+                                 "device; nothing was updated")
+
     def register_step_pre_hook(self, hook) -> RemovableHandle:
         """Call ``hook(optimizer, args, kwargs)`` before every ``step()``.
 
@@ -238,50 +341,119 @@ class Optimizer:
         """Restore a state made by :meth:`state_dict` (of an optimizer of the
         same kind over parameters of the same shapes, in the same groups).
 
-        Hyperparameters of the groups (``lr`` included) are taken from the
-        saved state; buffers are copied onto each parameter's device.
+        Hyperparameters of the groups (``lr`` and ``initial_lr`` included) are
+        taken from the saved state; buffers are copied onto each parameter's
+        device.  Everything is checked before anything is replaced, so a state
+        that does not fit raises here (not at the next ``step()``) and leaves
+        the optimizer as it was.
 
         Raises:
-            TypeError: ``state_dict`` is not a dict.
+            TypeError: ``state_dict`` is not a dict, or a value has the wrong type.
             ValueError: a key ("state", "param_groups") is missing; the number
-                of groups, of parameters per group, or a buffer's shape does
-                not match.
+                of groups or of parameters per group differs; a group lacks
+                this optimizer's hyperparameters or holds a bad value; a
+                state's index is not one of the groups' parameters; a buffer
+                is not this optimizer's (e.g. SGD's momentum in Adam), or has
+                the wrong shape or dtype.
         """
-        name = type(self).__name__
-        check_state_keys(f"{name}.load_state_dict", state_dict, ("state", "param_groups"))
-        saved_groups = state_dict["param_groups"]
-        if len(saved_groups) != len(self.param_groups):
-            raise ValueError(f"{name}.load_state_dict: the saved state has "
-                             f"{len(saved_groups)} parameter groups, this optimizer has "
-                             f"{len(self.param_groups)}")
+        name = f"{type(self).__name__}.load_state_dict"
+        check_state_keys(name, state_dict, ("state", "param_groups"))
+        saved_groups, saved_state = state_dict["param_groups"], state_dict["state"]
+        if not isinstance(saved_groups, (list, tuple)) or len(saved_groups) != \
+                len(self.param_groups):
+            count = len(saved_groups) if isinstance(saved_groups, (list, tuple)) else "no"
+            raise ValueError(f"{name}: the saved state has {count} parameter groups "
+                             f"(a list), this optimizer has {len(self.param_groups)}")
+        if not isinstance(saved_state, dict):
+            raise TypeError(f"{name}: 'state' must be a dict from parameter index to "
+                            f"buffers, got {type(saved_state).__name__}")
+        by_index, new_groups = {}, []
         for i, (saved, group) in enumerate(zip(saved_groups, self.param_groups)):
-            if len(saved["params"]) != len(group["params"]):
-                raise ValueError(f"{name}.load_state_dict: group {i} has "
-                                 f"{len(saved['params'])} parameters in the saved state "
-                                 f"but {len(group['params'])} here")
-        by_index = {}
-        for saved, group in zip(saved_groups, self.param_groups):
-            by_index.update(zip(saved["params"], group["params"]))
+            new_groups.append(self._check_saved_group(name, i, saved, group))
+            for index, p in zip(saved["params"], group["params"]):
+                if index in by_index:
+                    raise ValueError(f"{name}: parameter index {index} appears twice "
+                                     "in the saved groups")
+                by_index[index] = p
         new_state = {}
-        for i, buffers in state_dict["state"].items():
-            p = by_index[int(i)]
-            restored = {}
-            for k, v in buffers.items():
-                if _is_array(v):
-                    if v.ndim and v.shape != p.data.shape:
-                        raise ValueError(f"{name}.load_state_dict: buffer {k!r} of "
-                                         f"parameter {i} has shape {tuple(v.shape)}, the "
-                                         f"parameter has shape {p.shape}")
-                    v = backend.to_device(v, p.device).copy()
-                else:
-                    v = copy.deepcopy(v)
-                restored[k] = v
-            new_state[p] = restored
+        for key, buffers in saved_state.items():
+            index = _as_index(key)
+            if index not in by_index:
+                raise ValueError(f"{name}: the state has buffers for parameter index "
+                                 f"{key!r}, which is not in the saved groups (indices "
+                                 f"{sorted(by_index)})")
+            p = by_index[index]
+            new_state[p] = self._check_saved_buffers(name, index, buffers, p)
+        # Checked: now replace, all at once.
         self.state = new_state
-        for saved, group in zip(saved_groups, self.param_groups):
-            for k, v in saved.items():
-                if k != "params":
-                    group[k] = copy.deepcopy(v)
+        for group, values in zip(self.param_groups, new_groups):
+            group.clear()
+            group.update(values)
+        self._loaded_lrs = [group["lr"] for group in self.param_groups]
+
+    def _check_saved_group(self, name, i, saved, group) -> dict:
+        """The group's new contents (params kept) after checking the saved one."""
+        if not isinstance(saved, dict) or not isinstance(saved.get("params"), (list, tuple)):
+            raise TypeError(f"{name}: saved group {i} must be a dict with a 'params' list "
+                            f"of indices, got {saved!r}")
+        if len(saved["params"]) != len(group["params"]):
+            raise ValueError(f"{name}: group {i} has {len(saved['params'])} parameters in "
+                             f"the saved state but {len(group['params'])} here")
+        for index in saved["params"]:
+            if isinstance(index, bool) or not isinstance(index, numbers.Integral):
+                raise TypeError(f"{name}: saved group {i} lists {index!r} as a parameter; "
+                                "expected integer indices")
+        missing = [k for k in self.defaults if k not in saved]
+        if missing:
+            has = sorted(k for k in saved if k != "params")
+            raise ValueError(f"{name}: saved group {i} lacks {type(self).__name__}'s "
+                             f"hyperparameters {missing} (has {has}); was it saved from "
+                             "another optimizer?")
+        values = {k: v for k, v in group.items() if k != "params"}   # keys the save lacks stay
+        values.update({k: copy.deepcopy(v) for k, v in saved.items() if k != "params"})
+        values["params"] = group["params"]
+        try:
+            self._check_group_as_set(values)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"{name}: saved group {i}: {error}") from None
+        return values
+
+    def _check_saved_buffers(self, name, index, buffers, p) -> dict:
+        """Copies of one parameter's saved buffers, on its device, after checking them."""
+        if not isinstance(buffers, dict):
+            raise TypeError(f"{name}: the state of parameter {index} must be a dict of "
+                            f"buffers, got {type(buffers).__name__}")
+        spec = self._state_spec
+        if spec is not None and buffers and set(buffers) != set(spec):
+            raise ValueError(f"{name}: the state of parameter {index} has buffers "
+                             f"{sorted(buffers)}, {type(self).__name__} keeps "
+                             f"{sorted(spec)}; was it saved from another optimizer?")
+        restored = {}
+        for k, v in buffers.items():
+            kind = None if spec is None else spec[k]
+            if kind == "count":
+                count = v.item() if _is_array(v) and v.size == 1 else v
+                if isinstance(count, bool) or not isinstance(count, numbers.Integral) \
+                        or count < 0:
+                    raise ValueError(f"{name}: buffer {k!r} of parameter {index} must be "
+                                     f"an int >= 0, got {v!r}")
+                restored[k] = int(count)
+                continue
+            if not _is_array(v):
+                if kind == "tensor":
+                    raise TypeError(f"{name}: buffer {k!r} of parameter {index} must be an "
+                                    f"array, got {type(v).__name__}")
+                restored[k] = copy.deepcopy(v)
+                continue
+            if (kind == "tensor" or v.ndim) and tuple(v.shape) != p.shape:
+                raise ValueError(f"{name}: buffer {k!r} of parameter {index} has shape "
+                                 f"{tuple(v.shape)}, the parameter has shape {p.shape}")
+            if kind == "tensor" and v.dtype != p.dtype:
+                raise ValueError(f"{name}: buffer {k!r} of parameter {index} has dtype "
+                                 f"{v.dtype}, the parameter has {p.dtype} (load into a "
+                                 "model of the saved precision, or cast the state)")
+            restored[k] = backend.to_device(v, p.device).copy()
+        return restored
 
     def __repr__(self):
         lines = [f"{type(self).__name__} ("]

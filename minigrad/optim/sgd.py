@@ -40,6 +40,9 @@ class SGD(Optimizer):
         [0.5, -1.0]
     """
 
+    _state_spec = {"momentum_buffer": "tensor"}
+    _step_is_atomic = True     # checks pass before the first write (Optimizer._check_step)
+
     def __init__(self, params, lr=_required, momentum=0.0, dampening=0.0,
                  nesterov=False, weight_decay=0.0):
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
