@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from minigrad.pipeline import (bubble_formula, check_schedule, get_schedule, gpipe,
                                one_f_one_b, peak_stash, simulate)
@@ -145,3 +147,35 @@ def test_plot_timeline_draws_one_box_per_op():
     assert len(ax.collections) == 2 * 4 * 8
     assert "bubble 27.3%" in ax.get_title()
     plt.close(ax.figure)
+
+
+@settings(max_examples=60, deadline=None)
+@given(p=st.integers(1, 10), extra=st.integers(0, 40),
+       tf=st.floats(0.01, 100.0), tb=st.floats(0.01, 100.0),
+       name=st.sampled_from(["gpipe", "1f1b"]))
+def test_bubble_formula_for_any_equal_stage_times(p, extra, tf, tb, name):
+    """Any p, any m >= p, any t_forward and t_backward shared by all stages."""
+    m = p + extra
+    result = simulate(get_schedule(name, p, m), tf, tb)
+    assert abs(result.bubble - bubble_formula(p, m)) <= 1e-12
+    _dependencies_met(result, get_schedule(name, p, m))
+
+
+@settings(max_examples=40, deadline=None)
+@given(times=st.lists(st.tuples(st.floats(0.1, 10.0), st.floats(0.1, 10.0)),
+                      min_size=2, max_size=6),
+       extra=st.integers(0, 12))
+def test_unequal_stages_never_beat_the_slowest_stage(times, extra):
+    """With stage times of any sizes the makespan is at least the busiest stage's
+    work, plus the forwards that bring it micro-batch 0 and the backwards that take
+    its last gradient back to stage 0; the bubble stays in [0, 1)."""
+    p, m = len(times), len(times) + extra
+    tf, tb = [t[0] for t in times], [t[1] for t in times]
+    for name in ("gpipe", "1f1b"):
+        result = simulate(get_schedule(name, p, m), tf, tb)
+        for s in range(p):
+            before = sum(tf[:s])               # micro-batch 0 reaches stage s
+            after = sum(tb[:s])                # the last gradient leaves stage s
+            assert result.makespan >= before + m * (tf[s] + tb[s]) + after - 1e-9
+        assert 0.0 <= result.bubble < 1.0
+        _dependencies_met(result, get_schedule(name, p, m))
