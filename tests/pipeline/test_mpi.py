@@ -22,16 +22,22 @@ from .models import expected_checkpoint_stash_bytes
 
 pytestmark = pytest.mark.mpi
 WORKER = Path(__file__).with_name("mpi_worker.py")
+BLOCKING_WORKER = Path(__file__).with_name("mpi_blocking_worker.py")
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory):
+def _mpiexec():
     mpiexec = find_mpiexec()
     if mpiexec is None:
         pytest.skip("mpiexec not found (next to the Python executable or on PATH); "
                     "install the distributed extra")
     if importlib.util.find_spec("mpi4py") is None:
         pytest.skip("mpi4py is not installed; install the distributed extra")
+    return mpiexec
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    mpiexec = _mpiexec()
     out = tmp_path_factory.mktemp("mpi") / "results.json"
     done = subprocess.run([mpiexec, "-n", "4", sys.executable, str(WORKER), str(out)],
                           env=mpiexec_env(), capture_output=True, text=True, timeout=120)
@@ -69,3 +75,23 @@ def test_mpi_stash_counts_and_checkpointed_bytes(results):
         if r["checkpoint"]:
             schedule = get_schedule(r["schedule"], p, m)
             assert r["peak_stash_bytes"] == expected_checkpoint_stash_bytes(schedule, s, p), r
+
+
+def test_blocking_sends_deadlock_1f1b_but_not_gpipe(tmp_path):
+    """With synchronous sends (MPI_Ssend's semantics) in place of Isend, GPipe still
+    finishes and 1F1B deadlocks at p = 2: rank 0 is stuck sending activation 1
+    while rank 1 is stuck sending gradient 0 (section 11.7 of the course)."""
+    mpiexec = _mpiexec()
+    prefix = tmp_path / "blocking"
+    subprocess.run([mpiexec, "-n", "2", sys.executable, str(BLOCKING_WORKER), str(prefix)],
+                   env=mpiexec_env(), capture_output=True, text=True, timeout=60)
+    records = {}
+    for rank in (0, 1):
+        lines = (tmp_path / f"blocking.{rank}.json").read_text().splitlines()
+        records[rank] = [json.loads(line) for line in lines]
+    for rank in (0, 1):
+        assert records[rank][0] == {"rank": rank, "schedule": "gpipe", "finished": True}
+    assert records[0][1] == {"rank": 0, "schedule": "1f1b", "finished": False,
+                             "stuck_in_send": ["F", 1]}
+    assert records[1][1] == {"rank": 1, "schedule": "1f1b", "finished": False,
+                             "stuck_in_send": ["B", 0]}
