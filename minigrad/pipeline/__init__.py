@@ -13,15 +13,15 @@ the side).
 - ``stage``: ``PipelineStage`` (a slice of the model with its optimizer and
   accumulator), ``split_sequential``.
 - ``local``: ``LocalPipeline``, every stage in one process.
-- ``mpi``: ``MPIPipeline``, one MPI rank per stage (imports mpi4py).
+- ``mpi``: ``MPIPipeline``, one MPI rank per stage (imports mpi4py when made).
 """
 from .schedules import SCHEDULES, check_schedule, get_schedule, gpipe, one_f_one_b
 from .simulate import SimulationResult, bubble_formula, peak_stash, plot_timeline, simulate
 from .stage import PipelineStage, StageAccumulator, graph_bytes, split_sequential
 from .local import LocalPipeline, split_batch
+from .mpi import MPIPipeline   # mpi4py is imported only when an MPIPipeline is made
 
-# minigrad.pipeline.mpi (MPIPipeline) imports mpi4py when used; import it by name.
 __all__ = ["gpipe", "one_f_one_b", "SCHEDULES", "get_schedule", "check_schedule", "simulate",
            "SimulationResult", "peak_stash", "plot_timeline", "bubble_formula",
            "PipelineStage", "StageAccumulator", "graph_bytes", "split_sequential",
-           "LocalPipeline", "split_batch"]
+           "LocalPipeline", "split_batch", "MPIPipeline"]
