@@ -1,0 +1,97 @@
+"""The MPI executor, one process per stage, against the one-process full batch.
+
+One ``mpiexec -n 4`` run (tests/pipeline/mpi_worker.py) covers p = 4 and, on a
+split communicator, two pipelines of p = 2 at once; each rank writes what it
+measured and the tests below check it.  Ranks run with one BLAS thread and
+MPICH's yielding waits (``mpiexec_env``), so 4 ranks share 2 cores politely.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from minigrad.pipeline import get_schedule
+from minigrad.pipeline.mpi import find_mpiexec, mpiexec_env
+
+from .models import expected_checkpoint_stash_bytes
+
+pytestmark = pytest.mark.mpi
+WORKER = Path(__file__).with_name("mpi_worker.py")
+BLOCKING_WORKER = Path(__file__).with_name("mpi_blocking_worker.py")
+
+
+def _mpiexec():
+    mpiexec = find_mpiexec()
+    if mpiexec is None:
+        pytest.skip("mpiexec not found (next to the Python executable or on PATH); "
+                    "install the distributed extra")
+    if importlib.util.find_spec("mpi4py") is None:
+        pytest.skip("mpi4py is not installed; install the distributed extra")
+    return mpiexec
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    mpiexec = _mpiexec()
+    out = tmp_path_factory.mktemp("mpi") / "results.json"
+    done = subprocess.run([mpiexec, "-n", "4", sys.executable, str(WORKER), str(out)],
+                          env=mpiexec_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"mpiexec failed:\n{done.stdout}\n{done.stderr}"
+    return json.loads(out.read_text())
+
+
+def test_every_rank_of_every_case_reported(results):
+    cases = {(r["case"], r["schedule"], r["m"], r["checkpoint"]) for r in results}
+    assert len(cases) == 9             # 3 at p = 4, 3 on each of the two p = 2 pairs
+    for case in cases:
+        stages = sorted(r["stage"] for r in results
+                        if (r["case"], r["schedule"], r["m"], r["checkpoint"]) == case)
+        assert stages == list(range(4 if case[0] == "p4" else 2))
+
+
+@pytest.mark.parametrize("p", [2, 4])
+def test_mpi_update_equals_full_batch(results, p):
+    """Gradients and parameters of every stage after each of two updates, and the
+    window's loss, to 1e-14 relative (float64)."""
+    mine = [r for r in results if r["p"] == p]
+    assert mine
+    for r in mine:
+        assert r["grad_err"] <= 1e-14, r
+        assert r["param_err"] <= 1e-14, r
+        assert r["loss_err"] <= 1e-14, r
+        assert r["updates"] == 2, r
+
+
+def test_mpi_stash_counts_and_checkpointed_bytes(results):
+    for r in results:
+        p, m, s = r["p"], r["m"], r["stage"]
+        want = m if r["schedule"] == "gpipe" else p - s
+        assert r["peak_stash"] == want, r
+        if r["checkpoint"]:
+            schedule = get_schedule(r["schedule"], p, m)
+            assert r["peak_stash_bytes"] == expected_checkpoint_stash_bytes(schedule, s, p), r
+
+
+def test_blocking_sends_deadlock_1f1b_but_not_gpipe(tmp_path):
+    """With synchronous sends (MPI_Ssend's semantics) in place of Isend, GPipe still
+    finishes and 1F1B deadlocks at p = 2: rank 0 is stuck sending activation 1
+    while rank 1 is stuck sending gradient 0 (section 11.7 of the course)."""
+    mpiexec = _mpiexec()
+    prefix = tmp_path / "blocking"
+    subprocess.run([mpiexec, "-n", "2", sys.executable, str(BLOCKING_WORKER), str(prefix)],
+                   env=mpiexec_env(), capture_output=True, text=True, timeout=60)
+    records = {}
+    for rank in (0, 1):
+        lines = (tmp_path / f"blocking.{rank}.json").read_text().splitlines()
+        records[rank] = [json.loads(line) for line in lines]
+    for rank in (0, 1):
+        assert records[rank][0] == {"rank": rank, "schedule": "gpipe", "finished": True}
+    assert records[0][1] == {"rank": 0, "schedule": "1f1b", "finished": False,
+                             "stuck_in_send": ["F", 1]}
+    assert records[1][1] == {"rank": 1, "schedule": "1f1b", "finished": False,
+                             "stuck_in_send": ["B", 0]}
