@@ -190,15 +190,31 @@ class Sqrt(Function):
             return g / (2 * self.out)
 
 
+def select(mask, g):
+    """``g`` where ``mask`` is True, else 0, in ``g``'s dtype.
+
+    The backward of every op whose derivative is 0 on part of its domain uses
+    this instead of ``g * mask``: a gradient the mask blocks is exactly 0 even
+    when the upstream gradient is inf or nan (``inf * 0`` would be nan).
+    PyTorch's ``relu``, ``clamp``, ``maximum`` and ``max`` select the same way.
+    """
+    xp = get_array_module(g)
+    return xp.where(mask, g, xp.zeros((), dtype=g.dtype))
+
+
 class Abs(Function):
-    """|a|; the gradient at 0 is 0 (sign(0), as in PyTorch)."""
+    """|a|; the gradient is sign(a), 0 at a = 0 (the subgradient PyTorch picks).
+
+    At 0 the gradient is blocked: 0 even for an inf or nan upstream gradient
+    (PyTorch multiplies, giving nan there).
+    """
 
     def forward(self, a):
         self.a = a
         return get_array_module(a).abs(a)
 
     def backward(self, g):
-        return g * get_array_module(g).sign(self.a)
+        return select(self.a != 0, g) * get_array_module(g).sign(self.a)
 
 
 class Tanh(Function):
@@ -229,18 +245,25 @@ class Sigmoid(Function):
 
 
 class ReLU(Function):
-    """max(a, 0); the gradient at 0 is 0, as in PyTorch."""
+    """max(a, 0); the gradient is 0 where the output is <= 0 (also at 0, and
+    for an inf or nan upstream gradient), and passes elsewhere, nan inputs
+    included, as PyTorch's ``threshold_backward``."""
 
     def forward(self, a):
-        self.mask = a > 0
-        return get_array_module(a).maximum(a, 0)     # nan stays nan; -inf gives 0
+        out = get_array_module(a).maximum(a, 0)     # nan stays nan; -inf gives 0
+        self.blocked = out <= 0
+        return out
 
     def backward(self, g):
-        return g * self.mask
+        return select(~self.blocked, g)
 
 
 class Maximum(_Binary):
-    """Elementwise maximum; where a == b the gradient is split evenly (½ each)."""
+    """Elementwise maximum; where a == b the gradient is split evenly (½ each).
+
+    The loser gets exactly 0 (also for an inf or nan upstream gradient); where
+    either value is nan both get the gradient, as in PyTorch.
+    """
     name = "maximum"
 
     def compute(self, a, b):
@@ -248,12 +271,13 @@ class Maximum(_Binary):
         return get_array_module(a).maximum(a, b)
 
     def backward(self, g):
-        return _split_by_winner(g, self.a > self.b, self.a == self.b,
+        return _split_by_winner(g, self.a < self.b, self.a > self.b, self.a == self.b,
                                 self.a_shape, self.b_shape, self.needs_input_grad)
 
 
 class Minimum(_Binary):
-    """Elementwise minimum; where a == b the gradient is split evenly (½ each)."""
+    """Elementwise minimum; where a == b the gradient is split evenly (½ each);
+    the loser gets exactly 0 (see :class:`Maximum`)."""
     name = "minimum"
 
     def compute(self, a, b):
@@ -261,14 +285,17 @@ class Minimum(_Binary):
         return get_array_module(a).minimum(a, b)
 
     def backward(self, g):
-        return _split_by_winner(g, self.a < self.b, self.a == self.b,
+        return _split_by_winner(g, self.a > self.b, self.a < self.b, self.a == self.b,
                                 self.a_shape, self.b_shape, self.needs_input_grad)
 
 
-def _split_by_winner(g, a_wins, tie, a_shape, b_shape, needs):
-    wa = a_wins + 0.5 * tie
-    ga = unbroadcast(g * wa.astype(g.dtype, copy=False), a_shape) if needs[0] else None
-    gb = unbroadcast(g * (1 - wa).astype(g.dtype, copy=False), b_shape) if needs[1] else None
+def _split_by_winner(g, a_loses, b_loses, tie, a_shape, b_shape, needs):
+    """PyTorch's rule: the loser gets 0, a tie ½ each, anything else (nan) all of g."""
+    xp = get_array_module(g)
+    zero = xp.zeros((), dtype=g.dtype)
+    shared = xp.where(tie, g * g.dtype.type(0.5), g)
+    ga = unbroadcast(xp.where(a_loses, zero, shared), a_shape) if needs[0] else None
+    gb = unbroadcast(xp.where(b_loses, zero, shared), b_shape) if needs[1] else None
     return ga, gb
 
 
@@ -311,9 +338,11 @@ class Clip(Function):
         return get_array_module(a).clip(a, self.low, self.high)
 
     def backward(self, g):
+        if self.low is None and self.high is None:
+            return g
         mask = True
         if self.low is not None:
             mask = self.a >= self.low
         if self.high is not None:
             mask = mask & (self.a <= self.high)
-        return g * mask
+        return select(mask, g)     # 0 outside, even for an inf or nan gradient

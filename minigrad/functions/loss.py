@@ -84,7 +84,9 @@ class CrossEntropy(Function):
     (``torch.nn.functional.cross_entropy``; label smoothing from Szegedy et al.,
     2016, arXiv:1512.00567).  Ignored positions give 0.  "mean" divides by the
     number of kept positions (0/0 = nan when all are ignored, as PyTorch),
-    "sum" adds, "none" returns the shape of ``target``.
+    "sum" adds, "none" returns the shape of ``target``.  With every position
+    ignored, "mean" gives a nan loss but a zero gradient, as PyTorch: one
+    update on a fully padded batch leaves the weights unchanged.
 
     Backward: d loss_i / d logits = softmax - ((1 - ε)·onehot(y_i) + ε/C).
     """
@@ -127,6 +129,8 @@ class CrossEntropy(Function):
         grad[xp.arange(grad.shape[0]), self.safe_t] -= 1.0 - eps
         weight = _kept_weights(g, self.reduction, self.keep, self.count)
         grad *= weight.reshape(-1, 1).astype(grad.dtype, copy=False)
+        # ignored rows are 0 even where their softmax is not finite
+        grad = xp.where(self.keep.reshape(-1, 1), grad, xp.zeros((), dtype=grad.dtype))
         return restore_layout(grad, self.logits_shape), None
 
 
@@ -177,13 +181,22 @@ def _reduce_kept(loss, reduction, count, target_shape, dtype):
 
 def _kept_weights(g, reduction, keep, count):
     """d(reduced loss)/d(per-position loss), flattened: 0 at ignored positions,
-    else g ("sum"), g / count ("mean"), or g's own entry ("none")."""
+    else g ("sum"), g / count ("mean"), or g's own entry ("none").
+
+    Ignored positions are *selected* to 0, not multiplied by 0: with every
+    position ignored, "mean" has count = 0 and g / count is inf or nan, yet the
+    gradient is 0 (PyTorch: loss nan, gradient zeros), and an inf or nan
+    upstream gradient at an ignored position ("none") gives 0 too.
+    """
+    xp = get_array_module(g)
+    zero = xp.zeros((), dtype=g.dtype)
     if reduction == "none":
-        return g.reshape(-1) * keep
+        return xp.where(keep, g.reshape(-1), zero)
     if reduction == "sum":
-        return g * keep
+        return xp.where(keep, g, zero)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (g / count) * keep
+        share = g / xp.asarray(count, dtype=g.dtype)
+    return xp.where(keep, share, zero)
 
 
 def reduce_loss(loss, reduction):

@@ -51,7 +51,10 @@ class MaxPool2d(Function):
         kh, kw = self.kernel
         # one-hot over the window positions: 1 where the window's argmax is
         offsets = xp.arange(kh * kw).reshape(1, 1, kh * kw, 1, 1)
-        dwin = (offsets == self.argmax) * g[:, :, None]          # (N, C, KH·KW, OH, OW)
+        # select, not multiply: positions that are not the maximum get exactly 0,
+        # also for an inf or nan upstream gradient
+        dwin = xp.where(offsets == self.argmax, g[:, :, None],
+                        xp.zeros((), dtype=g.dtype))             # (N, C, KH·KW, OH, OW)
         dwin = dwin.reshape(n, c, kh, kw, oh, ow)
         dxpad = fold_windows(dwin, self.padded_shape, self.stride, _NO_DILATION)
         return crop2d(dxpad, self.padding)

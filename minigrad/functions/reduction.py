@@ -76,7 +76,10 @@ class Mean(Function):
 
 
 class Max(Function):
-    """Maximum over axes; tied maxima share the gradient evenly."""
+    """Maximum over axes; tied maxima share the gradient evenly (PyTorch's
+    ``max()`` over all axes, and ``amax``).  Entries that are not the maximum
+    get exactly 0, also for an inf or nan upstream gradient (PyTorch's
+    ``amax`` multiplies by a mask and gives nan there)."""
 
     reduce = "max"
 
@@ -100,7 +103,9 @@ class Max(Function):
         # A nan maximum takes the gradient, as in PyTorch (nan == nan is False).
         mask = (self.a == self.out) | (xp.isnan(self.a) & xp.isnan(self.out))
         count = mask.sum(axis=self.axes, keepdims=True)
-        return g * (mask / count).astype(g.dtype, copy=False)
+        share = g / count.astype(g.dtype, copy=False)
+        # select, not multiply: a non-maximum gets exactly 0 even when g is inf or nan
+        return xp.where(mask, share, xp.zeros((), dtype=g.dtype))
 
 
 class Min(Max):
