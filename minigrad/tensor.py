@@ -462,11 +462,13 @@ autograd._register_tensor_type(Tensor, as_tensor_like)
 
 
 def _index_arrays(index):
-    """Replace Tensors inside an index by their arrays."""
+    """Replace Tensors inside an index (also inside lists) by their arrays."""
     if isinstance(index, Tensor):
         return index.data
     if isinstance(index, tuple):
-        return tuple(i.data if isinstance(i, Tensor) else i for i in index)
+        return tuple(_index_arrays(i) for i in index)
+    if isinstance(index, list) and any(isinstance(i, Tensor) for i in index):
+        return [_index_arrays(i) for i in index]
     return index
 
 
