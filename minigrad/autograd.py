@@ -67,15 +67,21 @@ class _GradMode(contextlib.ContextDecorator):
 
     def __init__(self, mode: bool):
         self.mode = mode
-        self._saved = []  # a stack, so one instance can be nested or re-entered
+        # The modes to restore: a stack (one instance can be nested or
+        # re-entered) per thread, since a decorated function may run in several
+        # threads at once and each must get back its own mode.
+        self._local = threading.local()
 
     def __enter__(self):
-        self._saved.append(is_grad_enabled())
+        stack = getattr(self._local, "saved", None)
+        if stack is None:
+            stack = self._local.saved = []
+        stack.append(is_grad_enabled())
         set_grad_enabled(self.mode)
         return self
 
     def __exit__(self, *exc):
-        set_grad_enabled(self._saved.pop())
+        set_grad_enabled(self._local.saved.pop())
         return False
 
 
@@ -83,7 +89,9 @@ def no_grad():
     """Disable graph recording inside a ``with`` block or a decorated function.
 
     The previous mode is restored on exit, also after an exception, and
-    nested blocks restore correctly::
+    nested blocks restore correctly.  Grad mode belongs to the thread: one
+    ``no_grad()`` object (a decorated function) used by several threads at
+    once gives each thread back its own mode::
 
         with minigrad.no_grad():
             y = model(x)          # y.requires_grad is False
