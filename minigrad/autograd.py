@@ -168,6 +168,11 @@ class Function:
     inputs: tuple = ()
     needs_input_grad: tuple = ()
     _released: bool = False
+    # In-place checks (see minigrad.inplace): False for Functions whose
+    # backward reads no array of its inputs or outputs (add, reshape, ...).
+    saves_arrays: bool = True
+    _recorded_at: int = 0          # the in-place counter when recorded
+    _output_modified: bool = False
 
     def __call__(self, *inputs):
         # The hot path of every model (a small network runs it thousands of times
@@ -199,6 +204,7 @@ class Function:
             results = tuple(Tensor(out, requires_grad=record) for out in outputs)
         if record:
             self.inputs = tensors
+            self._recorded_at = _inplace_counter
             self.num_outputs = len(results)
             self._released = False
             for index, out in enumerate(results):
@@ -314,6 +320,8 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
         if fn._released:
             raise RuntimeError(f"backward: the graph through {type(fn).__name__} was "
                                "already freed by an earlier backward (retain_graph=False)")
+        if fn._recorded_at < _inplace_counter:
+            _check_versions(fn)
         _send_gradients(fn, fn.backward(*grads.pop(id(fn))), grads, leaf_grads)
         if not retain_graph:
             fn.release()
@@ -328,6 +336,37 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
         leaf, g = leaf_grads.popitem()[1]
         unshared = g.base is None and sys.getrefcount(g) == _UNSHARED_REFCOUNT
         _accumulate_leaf(leaf, g, owned=unshared)
+
+
+# The in-place version counter: every in-place operation (minigrad.inplace)
+# stamps the tensor it changes with bump_version().
+_inplace_counter = 0
+
+
+def bump_version() -> int:
+    """Advance the in-place counter and return its new value."""
+    global _inplace_counter
+    _inplace_counter += 1
+    return _inplace_counter
+
+
+def _check_versions(fn) -> None:
+    """Raise when an input or the output of ``fn`` was changed in place after
+    ``fn`` was recorded and backward would read the changed values (or route
+    gradients to an input that was re-recorded since)."""
+    changed = fn._output_modified and fn.saves_arrays
+    for x in fn.inputs:
+        if getattr(x, "_version", 0) > fn._recorded_at and \
+                (fn.saves_arrays or x._creator is not None):
+            changed = x
+            break
+    if changed is not False:
+        what = "its output" if changed is True else \
+            f"an input of shape {list(changed.shape)} and dtype {changed.dtype}"
+        raise RuntimeError(f"backward: one of the variables needed for gradient "
+                           f"computation has been modified by an inplace operation: "
+                           f"{what} of {type(fn).__name__}; compute with a copy, or "
+                           "change the tensor in place only after backward")
 
 
 def _send_gradients(fn, in_grads, grads, leaf_grads) -> None:
@@ -378,10 +417,10 @@ _UNSHARED_REFCOUNT = _calibrate_refcount()
 def _accumulate_leaf(leaf, g, owned: bool) -> None:
     """Add ``g`` into ``leaf.grad``; on first use keep ``g`` itself when ``owned``,
     else a copy (``g`` may be shared)."""
-    if leaf.grad is None:
-        leaf.grad = _Tensor(g if owned else g.copy())
+    if leaf._grad is None:
+        leaf._grad = _Tensor(g if owned else g.copy())
     else:
-        leaf.grad.data += g
+        leaf._grad._data += g
 
 
 def unbroadcast(grad, shape):

@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from . import autograd, backend
+from . import autograd, backend, inplace
 from .functions import elementwise as E
 from .functions import linalg as L
 from .functions import reduction as R
@@ -111,12 +111,16 @@ class Tensor:
     Attributes:
         data: the NumPy or CuPy array (assignable, as in PyTorch).
         grad: a Tensor of the same shape and dtype holding the accumulated
-            gradient, or None before the first backward.
+            gradient, or None before the first backward.  Assigning one of
+            another shape, dtype or device raises RuntimeError (PyTorch's rule).
+
+    In-place operators and methods (``+=``, ``add_``, ``zero_``, ...) change the
+    tensor itself; see :mod:`minigrad.inplace` for when they are allowed.
         requires_grad: whether operations on this tensor are recorded.
     """
 
-    __slots__ = ("_data", "grad", "_requires_grad", "_creator", "_output_index",
-                 "name", "__weakref__")
+    __slots__ = ("_data", "_grad", "_requires_grad", "_creator", "_output_index",
+                 "name", "_version", "__weakref__")
     __array_priority__ = 100   # numpy_array * tensor calls Tensor.__rmul__
 
     def __init__(self, data, requires_grad: bool = False, name: str | None = None):
@@ -124,7 +128,7 @@ class Tensor:
             # A NumPy scalar (what a full reduction returns) keeps its dtype.
             data = np.asarray(data) if isinstance(data, np.generic) else _to_array(data)
         self._data = data
-        self.grad = None
+        self._grad = None
         self._creator = None
         self._output_index = 0
         self.name = name
@@ -145,6 +149,19 @@ class Tensor:
             raise TypeError(f"Tensor.data must be a NumPy or CuPy array, got "
                             f"{type(value).__name__}")
         self._data = value
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        """Assign a gradient: None, or a Tensor of this tensor's shape, dtype and
+        device (PyTorch's checks); anything else raises at once rather than being
+        broadcast into an update later."""
+        if value is not None:
+            _check_grad(self, value)
+        self._grad = value
 
     @property
     def requires_grad(self) -> bool:
@@ -221,7 +238,7 @@ class Tensor:
         return Tensor(self._data)
 
     def zero_grad(self) -> None:
-        self.grad = None
+        self._grad = None
 
     # ------------------------------------------------------------- conversion
     def numpy(self) -> np.ndarray:
@@ -458,6 +475,69 @@ class Tensor:
         return SM.LogSoftmax(axis)(self)
 
 
+    # --------------------------------------------------------------- in place
+    # PyTorch's in-place operators and methods; see minigrad.inplace for the
+    # rules (no_grad updates, the leaf error, the version counter).
+    def __iadd__(self, other):
+        return inplace.add_(self, other)
+
+    def __isub__(self, other):
+        return inplace.sub_(self, other)
+
+    def __imul__(self, other):
+        return inplace.mul_(self, other)
+
+    def __itruediv__(self, other):
+        return inplace.div_(self, other)
+
+    def add_(self, other, alpha=1):
+        return inplace.add_(self, other, alpha)
+
+    def sub_(self, other, alpha=1):
+        return inplace.sub_(self, other, alpha)
+
+    def mul_(self, other):
+        return inplace.mul_(self, other)
+
+    def div_(self, other):
+        return inplace.div_(self, other)
+
+    def clamp_(self, min=None, max=None):  # noqa: A002 (PyTorch's names)
+        return inplace.clamp_(self, min, max)
+
+    clip_ = clamp_
+
+    def zero_(self):
+        return inplace.zero_(self)
+
+    def fill_(self, value):
+        return inplace.fill_(self, value)
+
+    def copy_(self, src):
+        return inplace.copy_(self, src)
+
+
+def _check_grad(tensor, grad) -> None:
+    """Raise unless ``grad`` can be ``tensor``'s gradient (PyTorch's messages)."""
+    if not isinstance(grad, Tensor):
+        raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
+                        f"type {type(grad).__name__}")
+    if grad is tensor:
+        raise RuntimeError("can't assign Variable as its own grad")
+    if grad.shape != tensor.shape:
+        raise RuntimeError(f"attempting to assign a gradient of size '{list(grad.shape)}' "
+                           f"to a tensor of size '{list(tensor.shape)}'. Please ensure "
+                           "that the gradient and the tensor are the same size")
+    if grad.dtype != tensor.dtype:
+        raise RuntimeError(f"attempting to assign a gradient with dtype '{grad.dtype}' to "
+                           f"a tensor with dtype '{tensor.dtype}'; the gradient's dtype "
+                           "must equal the data's")
+    if grad.device != tensor.device:
+        raise RuntimeError(f"attempting to assign a gradient located on device "
+                           f"'{grad.device}' to a tensor located on device "
+                           f"'{tensor.device}'; move it with .to(device) first")
+
+
 autograd._register_tensor_type(Tensor, as_tensor_like)
 
 
@@ -475,6 +555,8 @@ def _index_arrays(index):
 class ToDevice(autograd.Function):
     """Copy to another device; the gradient is copied back."""
 
+    saves_arrays = False     # backward reads no array (in-place checks)
+
     def __init__(self, device):
         self.device = device
 
@@ -488,6 +570,8 @@ class ToDevice(autograd.Function):
 
 class AsType(autograd.Function):
     """Cast to another dtype; the gradient is cast back."""
+
+    saves_arrays = False     # backward reads no array (in-place checks)
 
     def __init__(self, dtype):
         self.dtype = dtype

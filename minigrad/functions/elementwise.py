@@ -48,6 +48,7 @@ class _Binary(Function):
 
 class Add(_Binary):
     name = "add"
+    saves_arrays = False     # backward reads no array (in-place checks)
 
     def compute(self, a, b):
         return a + b
@@ -60,6 +61,7 @@ class Add(_Binary):
 
 class Sub(_Binary):
     name = "sub"
+    saves_arrays = False     # backward reads no array (in-place checks)
 
     def compute(self, a, b):
         return a - b
@@ -149,6 +151,8 @@ class PowScalar(Function):
 
 
 class Neg(Function):
+    saves_arrays = False     # backward reads no array (in-place checks)
+
     def forward(self, a):
         return -a
 

@@ -45,6 +45,7 @@ def _expand(g, in_shape, axes, keepdims):
 
 
 class Sum(Function):
+    saves_arrays = False     # backward reads no array (in-place checks)
     def __init__(self, axis=None, keepdims=False):
         self.axis, self.keepdims = axis, keepdims
 
@@ -59,6 +60,7 @@ class Sum(Function):
 
 
 class Mean(Function):
+    saves_arrays = False     # backward reads no array (in-place checks)
     def __init__(self, axis=None, keepdims=False):
         self.axis, self.keepdims = axis, keepdims
 
