@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 from . import autograd, backend, inplace
+from .dtypes import get_default_dtype, set_default_dtype  # noqa: F401 (re-exported)
 from .functions import elementwise as E
 from .functions import linalg as L
 from .functions import reduction as R
@@ -21,26 +22,8 @@ from .functions import softmax as SM
 float16, float32, float64 = np.float16, np.float32, np.float64
 int32, int64, bool_ = np.int32, np.int64, np.bool_
 
-_default_dtype = np.dtype(np.float32)
-
-
-def set_default_dtype(dtype) -> None:
-    """Set the floating dtype of tensors made from Python floats and of new
-    parameters (float32 by default, as in PyTorch).  Raises TypeError for a
-    non-floating dtype."""
-    global _default_dtype
-    dtype = np.dtype(dtype)
-    if dtype.kind != "f":
-        raise TypeError(f"set_default_dtype: expected a floating dtype (float32 or "
-                        f"float64), got {dtype}")
-    _default_dtype = dtype
-
-
-def get_default_dtype() -> np.dtype:
-    """The current default floating dtype."""
-    return _default_dtype
-
-
+# The default floating dtype and the promotion rules live in minigrad.dtypes
+# (below functions/, which use them); these names stay importable from here.
 def _is_floating(dtype) -> bool:
     return np.dtype(dtype).kind in "fc"
 
@@ -64,7 +47,7 @@ def _to_array(data, dtype=None, device="cpu"):
         raise ValueError("tensor: cannot make a tensor from a ragged nested list; every "
                          "row must have the same length") from None
     if dtype is None and arr.dtype.kind == "f":
-        arr = arr.astype(_default_dtype)     # Python floats take the default dtype
+        arr = arr.astype(get_default_dtype())    # Python floats take the default dtype
     elif dtype is not None:
         arr = arr.astype(dtype)
     if arr.dtype.kind in "OUS":
@@ -86,11 +69,13 @@ def as_tensor_like(x, reference=None) -> "Tensor":
         if reference is not None:
             dtype = reference.dtype
             if not _is_floating(dtype) and is_float:
-                dtype = _default_dtype
+                dtype = get_default_dtype()
+            elif dtype.kind == "b" and not isinstance(x, (bool, np.bool_)):
+                dtype = np.dtype(np.int64)       # bool tensor + 1 is int64 (PyTorch)
             return Tensor(reference._xp.asarray(x, dtype=dtype))
         if isinstance(x, np.generic):
             return Tensor(np.asarray(x))
-        return Tensor(np.asarray(x, dtype=_default_dtype if is_float else None))
+        return Tensor(np.asarray(x, dtype=get_default_dtype() if is_float else None))
     if isinstance(x, np.generic):
         x = np.asarray(x)
     if isinstance(x, (list, tuple)):
@@ -293,7 +278,7 @@ class Tensor:
     def __repr__(self):
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
         extra = ""
-        if self.dtype != _default_dtype:
+        if self.dtype != get_default_dtype():
             extra += f", dtype={self.dtype}"
         if self.device != "cpu":
             extra += f", device='{self.device}'"

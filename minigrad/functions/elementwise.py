@@ -9,6 +9,7 @@ import numpy as np
 
 from ..autograd import Function, unbroadcast
 from ..backend import get_array_module
+from ..dtypes import promote, to_floating
 
 
 def _broadcast_error(name, a, b):
@@ -17,14 +18,11 @@ def _broadcast_error(name, a, b):
 
 
 def _promote(a, b):
-    """PyTorch's rule for an integer (or bool) array with a floating one: the
-    result takes the floating dtype (NumPy would widen int64 + float32 to float64)."""
-    a_float, b_float = a.dtype.kind == "f", b.dtype.kind == "f"
-    if a_float and not b_float:
-        b = b.astype(a.dtype)
-    elif b_float and not a_float:
-        a = a.astype(b.dtype)
-    return a, b
+    """Both arrays in PyTorch's result type (:func:`minigrad.dtypes.promote`):
+    int + float32 is float32, float32 + a 0-d float64 is float32."""
+    if a.dtype == b.dtype:
+        return a, b
+    return promote(a, b)
 
 
 class _Binary(Function):
@@ -89,6 +87,7 @@ class Div(_Binary):
     name = "div"
 
     def compute(self, a, b):
+        a, b = to_floating(a), to_floating(b)    # int / int is the default float dtype
         self.a, self.b = a, b
         return a / b
 
@@ -104,14 +103,17 @@ class Pow(_Binary):
     """``a ** b`` with a tensor exponent.
 
     d/da = b·a^(b-1), taken as 0 where b == 0 (the derivative of a constant);
-    d/db = a^b·log(a), taken as 0 where a == 0 and b > 0 (a^b is 0 on both
-    sides there).  Negative bases give nan for d/db, as the real logarithm does.
+    d/db = a^b·log(a), taken as 0 where a == 0 and b >= 0 (PyTorch's
+    convention: 0 at 0**0, where the limit does not exist, and 0 for b > 0,
+    where a^b is 0 on both sides).  Negative bases give nan for d/db, as the
+    real logarithm does; 0**negative is inf with d/da = d/db = -inf.
     """
     name = "pow"
 
     def compute(self, a, b):
         self.a, self.b = a, b
-        self.out = a ** b
+        with np.errstate(divide="ignore", invalid="ignore"):    # 0**-1 = inf, (-2)**0.5 = nan
+            self.out = a ** b
         return self.out
 
     def backward(self, g):
@@ -123,7 +125,7 @@ class Pow(_Binary):
                 d = xp.where(b == 0, 0, b * a ** (b - 1))
                 ga = unbroadcast(g * d.astype(g.dtype, copy=False), self.a_shape)
             if self.needs_input_grad[1]:
-                d = xp.where((a == 0) & (b > 0), 0, self.out * xp.log(a))
+                d = xp.where((a == 0) & (b >= 0), 0, self.out * xp.log(a))
                 gb = unbroadcast(g * d.astype(g.dtype, copy=False), self.b_shape)
         return ga, gb
 
@@ -135,18 +137,21 @@ class PowScalar(Function):
         self.c = exponent
 
     def forward(self, a):
+        if isinstance(self.c, float) and a.dtype.kind not in "fc":
+            a = to_floating(a)             # int ** 0.5 is the default float dtype
         self.a = a
-        return a ** self.c
+        with np.errstate(divide="ignore", invalid="ignore"):    # 0**-1 = inf, (-2)**0.5 = nan
+            return a ** self.c
 
     def backward(self, g):
         c = self.c
         if c == 0:
-            return g * 0
+            return get_array_module(g).zeros_like(g)   # 0, even for an inf gradient
         if c == 1:
             return g
-        if c == 2:
-            return g * (2 * self.a)
         with np.errstate(divide="ignore", invalid="ignore"):
+            if c == 2:
+                return g * (2 * self.a)
             return g * (c * self.a ** (c - 1))
 
 
@@ -162,7 +167,7 @@ class Neg(Function):
 
 class Exp(Function):
     def forward(self, a):
-        self.out = get_array_module(a).exp(a)
+        self.out = get_array_module(a).exp(to_floating(a))
         return self.out
 
     def backward(self, g):
@@ -173,6 +178,7 @@ class Log(Function):
     """Natural logarithm; log(0) = -inf and its gradient +inf, as in the math."""
 
     def forward(self, a):
+        a = to_floating(a)
         self.a = a
         with np.errstate(divide="ignore", invalid="ignore"):
             return get_array_module(a).log(a)
@@ -186,7 +192,7 @@ class Sqrt(Function):
     """Square root; the gradient at 0 is +inf (1 / (2·sqrt(0)))."""
 
     def forward(self, a):
-        self.out = get_array_module(a).sqrt(a)
+        self.out = get_array_module(a).sqrt(to_floating(a))
         return self.out
 
     def backward(self, g):
@@ -223,7 +229,7 @@ class Abs(Function):
 
 class Tanh(Function):
     def forward(self, a):
-        self.out = get_array_module(a).tanh(a)
+        self.out = get_array_module(a).tanh(to_floating(a))
         return self.out
 
     def backward(self, g):
@@ -240,7 +246,7 @@ def stable_sigmoid(a):
 
 class Sigmoid(Function):
     def forward(self, a):
-        self.out = stable_sigmoid(a)
+        self.out = stable_sigmoid(to_floating(a))
         return self.out
 
     def backward(self, g):
@@ -311,6 +317,7 @@ class Where(Function):
 
     def forward(self, a, b):
         xp = get_array_module(a)
+        a, b = _promote(a, b)
         try:
             out = xp.where(self.cond, a, b)
         except ValueError:
@@ -338,6 +345,8 @@ class Clip(Function):
         self.low, self.high = low, high
 
     def forward(self, a):
+        if a.dtype.kind not in "fc" and any(isinstance(v, float) for v in (self.low, self.high)):
+            a = to_floating(a)             # int.clip(0.5) is the default float dtype
         self.a = a
         return get_array_module(a).clip(a, self.low, self.high)
 

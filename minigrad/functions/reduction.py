@@ -9,6 +9,7 @@ import numpy as np
 
 from ..autograd import Function
 from ..backend import get_array_module
+from ..dtypes import to_floating
 
 
 def normalize_axis(axis, ndim, name="reduction"):
@@ -65,6 +66,7 @@ class Mean(Function):
         self.axis, self.keepdims = axis, keepdims
 
     def forward(self, a):
+        a = to_floating(a)          # the mean of integers is the default float dtype
         self.in_shape = a.shape
         self.axes = normalize_axis(self.axis, a.ndim, "mean")
         self.count = 1
@@ -127,6 +129,7 @@ class Var(Function):
 
     def forward(self, a):
         xp = get_array_module(a)
+        a = to_floating(a)
         self.axes = normalize_axis(self.axis, a.ndim, "var")
         self.in_shape = a.shape
         n = 1
