@@ -208,8 +208,7 @@ def select(mask, g):
     when the upstream gradient is inf or nan (``inf * 0`` would be nan).
     PyTorch's ``relu``, ``clamp``, ``maximum`` and ``max`` select the same way.
     """
-    xp = get_array_module(g)
-    return xp.where(mask, g, xp.zeros((), dtype=g.dtype))
+    return get_array_module(g).where(mask, g, g.dtype.type(0))
 
 
 class Abs(Function):
@@ -265,7 +264,7 @@ class ReLU(Function):
         return out
 
     def backward(self, g):
-        return select(~self.blocked, g)
+        return get_array_module(g).where(self.blocked, g.dtype.type(0), g)
 
 
 class Maximum(_Binary):

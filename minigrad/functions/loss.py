@@ -129,8 +129,8 @@ class CrossEntropy(Function):
         grad[xp.arange(grad.shape[0]), self.safe_t] -= 1.0 - eps
         weight = _kept_weights(g, self.reduction, self.keep, self.count)
         grad *= weight.reshape(-1, 1).astype(grad.dtype, copy=False)
-        # ignored rows are 0 even where their softmax is not finite
-        grad = xp.where(self.keep.reshape(-1, 1), grad, xp.zeros((), dtype=grad.dtype))
+        if self.count < self.keep.size:   # ignored rows are 0 even where softmax is not finite
+            grad = xp.where(self.keep.reshape(-1, 1), grad, grad.dtype.type(0))
         return restore_layout(grad, self.logits_shape), None
 
 

@@ -81,7 +81,8 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     too; see :mod:`minigrad.dtypes`).
     """
     _tensor(x, "linear")
-    check_layer_dtype("linear", x, weight=weight, bias=bias)
+    if x.dtype != weight.dtype or (bias is not None and bias.dtype != x.dtype):
+        check_layer_dtype("linear", x, weight=weight, bias=bias)
     if bias is None:
         return LinearFunction()(x, weight)
     return LinearFunction()(x, weight, bias)
