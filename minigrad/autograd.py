@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -168,11 +169,11 @@ class Function:
     inputs: tuple = ()
     needs_input_grad: tuple = ()
     _released: bool = False
-    # In-place checks (see minigrad.inplace): False for Functions whose
-    # backward reads no array of its inputs or outputs (add, reshape, ...).
-    saves_arrays: bool = True
-    _recorded_at: int = 0          # the in-place counter when recorded
-    _output_modified: bool = False
+    # In-place checks (see minigrad.inplace): the in-place counter when this
+    # Function was recorded; True in a Function whose backward reads its
+    # inputs' arrays through self.inputs rather than keeping them on self.
+    _recorded_at: int = 0
+    reads_inputs: bool = False
 
     def __call__(self, *inputs):
         # The hot path of every model (a small network runs it thousands of times
@@ -338,9 +339,14 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
         _accumulate_leaf(leaf, g, owned=unshared)
 
 
-# The in-place version counter: every in-place operation (minigrad.inplace)
-# stamps the tensor it changes with bump_version().
+# The in-place counter.  An in-place operation that overwrites an array
+# stamps the array's memory (its root base) with the next count; one that
+# re-records a tensor in the graph stamps the tensor (``_version``).  A
+# Function recorded at count r must not read an array stamped after r, nor
+# route a gradient to a tensor re-recorded after r.
 _inplace_counter = 0
+_array_stamps = {}          # id(root array) -> (weak reference to it, count)
+_prune_at = 1024
 
 
 def bump_version() -> int:
@@ -350,22 +356,65 @@ def bump_version() -> int:
     return _inplace_counter
 
 
+def _root(array):
+    """The array that owns the memory ``array`` views (``array`` itself if none)."""
+    while getattr(array, "base", None) is not None and hasattr(array.base, "dtype"):
+        array = array.base
+    return array
+
+
+def mark_modified(array) -> int:
+    """Stamp the memory of ``array`` as overwritten in place now; returns the count."""
+    global _prune_at
+    count = bump_version()
+    root = _root(array)
+    try:
+        ref = weakref.ref(root)
+    except TypeError:                   # cannot be weakly referenced: keep it alive
+        ref = lambda root=root: root   # noqa: E731
+    _array_stamps[id(root)] = (ref, count)
+    if len(_array_stamps) > _prune_at:  # forget arrays that no longer exist
+        for key in [k for k, (r, _) in _array_stamps.items() if r() is None]:
+            del _array_stamps[key]
+        _prune_at = max(1024, 2 * len(_array_stamps))
+    return count
+
+
+def _stamp(array) -> int:
+    root = _root(array)
+    entry = _array_stamps.get(id(root))
+    return entry[1] if entry is not None and entry[0]() is root else 0
+
+
+def _saved_arrays(fn):
+    """The arrays ``fn`` keeps for backward (attributes, and inside tuples/lists)."""
+    for value in list(fn.__dict__.values()):
+        for v in (value if isinstance(value, (tuple, list)) else (value,)):
+            if hasattr(v, "dtype") and hasattr(v, "shape") and hasattr(v, "base"):
+                yield v
+    if fn.reads_inputs:
+        for x in fn.inputs:
+            yield x._data
+
+
 def _check_versions(fn) -> None:
-    """Raise when an input or the output of ``fn`` was changed in place after
-    ``fn`` was recorded and backward would read the changed values (or route
-    gradients to an input that was re-recorded since)."""
-    changed = fn._output_modified and fn.saves_arrays
+    """Raise when an array ``fn`` reads in backward was overwritten in place
+    after ``fn`` was recorded, or an input was re-recorded in the graph since
+    (its gradient would go to the new operation)."""
+    recorded = fn._recorded_at
+    problem = None
     for x in fn.inputs:
-        if getattr(x, "_version", 0) > fn._recorded_at and \
-                (fn.saves_arrays or x._creator is not None):
-            changed = x
-            break
-    if changed is not False:
-        what = "its output" if changed is True else \
-            f"an input of shape {list(changed.shape)} and dtype {changed.dtype}"
+        if getattr(x, "_version", 0) > recorded and x._creator is not None:
+            problem = f"an input of shape {list(x.shape)} (changed in place since)"
+    if problem is None:
+        for a in _saved_arrays(fn):
+            if _stamp(a) > recorded:
+                problem = f"an array of shape {list(a.shape)} and dtype {a.dtype} it saved"
+                break
+    if problem is not None:
         raise RuntimeError(f"backward: one of the variables needed for gradient "
                            f"computation has been modified by an inplace operation: "
-                           f"{what} of {type(fn).__name__}; compute with a copy, or "
+                           f"{problem} for {type(fn).__name__}; compute with a copy, or "
                            "change the tensor in place only after backward")
 
 

@@ -51,6 +51,8 @@ class CheckpointFunction(Function):
     the *anchor* (see :func:`checkpoint`) when ``has_anchor`` is True.
     """
 
+    reads_inputs = True     # backward recomputes from the inputs' arrays
+
     def __init__(self, fn, args, tensor_positions, has_anchor):
         self.fn = fn
         self.args = args

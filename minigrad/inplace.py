@@ -6,6 +6,8 @@ to it sees the new values: under ``no_grad``, ``w -= lr * w.grad`` updates the
 model's parameter (without ``__isub__``, Python would rebind ``w`` to a new
 tensor and leave the parameter untouched).
 
+``t[index] = value`` (``__setitem__``) follows the same rules.
+
 The three cases (PyTorch's rules):
 
 1. **No graph involved** (grad mode off, or neither operand requires grad):
@@ -27,16 +29,20 @@ the same kind or lower (float64 into float32 is fine; a float result into an
 integer tensor is a RuntimeError, PyTorch's "result type Float can't be cast
 to the desired output type Long").
 
-Version counter: every in-place operation stamps the tensor with a fresh
-number from one global counter, and every recorded Function remembers the
-counter's value when it was recorded.  When backward reaches a Function
-recorded before an input of it (or its output) was changed in place, and
-the Function kept arrays for backward (or the input has since been re-recorded
-in the graph), backward raises PyTorch's RuntimeError "one of the variables
-needed for gradient computation has been modified by an inplace operation"
-instead of returning a silently wrong gradient.  The check runs only when an
-in-place operation happened after the Function was recorded, so the hot path
-costs one integer comparison per Function.
+Version counter: one global count advances with every in-place operation.
+Overwriting an array stamps its memory (the array that owns it, so views
+made by indexing, ``reshape`` or ``detach()`` count as the same memory) with
+the count; re-recording a tensor in the graph (case 3) stamps the tensor.
+Every recorded Function remembers the count when it was recorded.  When
+backward reaches a Function that kept, for its backward, an array whose
+memory was overwritten after that (an input, its own output, a view of
+either), or one of whose inputs was re-recorded since (its gradient would go
+to the new operation), it raises PyTorch's RuntimeError "one of the
+variables needed for gradient computation has been modified by an inplace
+operation" instead of returning a silently wrong gradient.  A Function that
+keeps no array (``add``, ``reshape``) does not mind.  The check runs only
+when an in-place operation happened after the Function was recorded, so the
+hot path costs one integer comparison per Function.
 """
 from __future__ import annotations
 
@@ -61,7 +67,7 @@ def _check_result(name, target, result_dtype, result_shape):
     if tuple(result_shape) != target.shape:
         raise RuntimeError(f"{name}: output with shape {list(target.shape)} doesn't match "
                            f"the broadcast shape {list(result_shape)}")
-    if name != "copy_" and _KIND_RANK[np.dtype(result_dtype).kind] > _KIND_RANK[target.dtype.kind]:
+    if name not in ("copy_", "__setitem__") and _KIND_RANK[np.dtype(result_dtype).kind] > _KIND_RANK[target.dtype.kind]:
         raise RuntimeError(f"{name}: result type {_KIND_NAME[np.dtype(result_dtype).kind]} "
                            f"({np.dtype(result_dtype)}) can't be cast to the desired "
                            f"output type {target.dtype} of the tensor changed in place")
@@ -85,15 +91,6 @@ def _operand(name, target, other):
                     f"{type(other).__name__}")
 
 
-def _mark_modified(target) -> None:
-    """Stamp ``target`` with a new version; the Function that created it (if it
-    kept arrays) learns that its output changed."""
-    target._version = autograd.bump_version()
-    creator = target._creator
-    if creator is not None and creator.saves_arrays:
-        creator._output_modified = True
-
-
 def apply(name, target, function, *operands):
     """Run ``function`` (a Function instance) on ``target`` and ``operands``
     and make ``target`` hold the result, following the three cases above."""
@@ -106,9 +103,8 @@ def apply(name, target, function, *operands):
     if not records:
         result = function.forward(target._data, *[o._data for o in operands])
         _check_result(name, target, result.dtype, result.shape)
-        if result is not target._data:
-            target._data[...] = result      # casts to the target's dtype
-        _mark_modified(target)
+        target._data[...] = result          # casts to the target's dtype
+        autograd.mark_modified(target._data)
         return target
     # Record the operation.  The old value becomes a new tensor that takes
     # over the target's place in the graph; the target becomes the output.
@@ -129,8 +125,6 @@ def apply(name, target, function, *operands):
 class _Fill(autograd.Function):
     """Every entry set to one value: no gradient flows to the old value."""
 
-    saves_arrays = False
-
     def __init__(self, value):
         self.value = value
 
@@ -144,8 +138,6 @@ class _Fill(autograd.Function):
 
 class _Copy(autograd.Function):
     """The values of ``src`` broadcast to the target's shape; gradient to ``src``."""
-
-    saves_arrays = False
 
     def forward(self, a, src):
         xp = backend.get_array_module(a)
@@ -162,6 +154,47 @@ class _Copy(autograd.Function):
         g_old = xp.zeros_like(g) if self.needs_input_grad[0] else None
         g_src = autograd.unbroadcast(g, self.src_shape) if self.needs_input_grad[1] else None
         return g_old, g_src
+
+
+class _SetItem(autograd.Function):
+    """``a`` with ``a[index] = value`` (value broadcast to ``a[index]``'s shape).
+
+    Backward: the gradient of ``a`` is g with the written positions zeroed;
+    the gradient of ``value`` is g at those positions, summed back to its
+    shape (a position written twice counts twice, as PyTorch's ``index_put_``).
+    """
+
+    def __init__(self, index):
+        self.index = index
+
+    def forward(self, a, value):
+        from .functions.shape import normalize_index  # noqa: PLC0415
+        xp = backend.get_array_module(a)
+        self.index = normalize_index(self.index, xp)
+        self.value_shape = value.shape
+        out = a.copy()
+        try:
+            out[self.index] = value
+        except (IndexError, ValueError) as e:
+            raise type(e)(f"__setitem__: cannot assign a value of shape "
+                          f"{tuple(value.shape)} to index {self.index!r} of a tensor of "
+                          f"shape {tuple(a.shape)}: {e}") from None
+        return out
+
+    def backward(self, g):
+        ga = gv = None
+        if self.needs_input_grad[0]:
+            ga = g.copy()
+            ga[self.index] = 0
+        if self.needs_input_grad[1]:
+            gv = autograd.unbroadcast(g[self.index], self.value_shape)
+        return ga, gv
+
+
+def setitem(target, index, value):
+    """``target[index] = value`` in place (see the module docstring); returns
+    ``target``.  ``value`` is cast to the target's dtype, as PyTorch does."""
+    return apply("__setitem__", target, _SetItem(index), value)
 
 
 def add_(target, other, alpha=1):

@@ -501,6 +501,9 @@ class Tensor:
     def copy_(self, src):
         return inplace.copy_(self, src)
 
+    def __setitem__(self, index, value):
+        inplace.setitem(self, _index_arrays(index), value)
+
 
 def _check_grad(tensor, grad) -> None:
     """Raise unless ``grad`` can be ``tensor``'s gradient (PyTorch's messages)."""
@@ -540,8 +543,6 @@ def _index_arrays(index):
 class ToDevice(autograd.Function):
     """Copy to another device; the gradient is copied back."""
 
-    saves_arrays = False     # backward reads no array (in-place checks)
-
     def __init__(self, device):
         self.device = device
 
@@ -555,8 +556,6 @@ class ToDevice(autograd.Function):
 
 class AsType(autograd.Function):
     """Cast to another dtype; the gradient is cast back."""
-
-    saves_arrays = False     # backward reads no array (in-place checks)
 
     def __init__(self, dtype):
         self.dtype = dtype

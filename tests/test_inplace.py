@@ -256,3 +256,76 @@ def test_in_place_and_grad_checks_on_device(device):
         with pytest.raises(RuntimeError, match="expected the other operand on"):
             with minigrad.no_grad():
                 t += minigrad.ones(3)
+
+
+@pytest.mark.parametrize("view", [lambda t: t[0:1], lambda t: t.reshape(2, 1),
+                                  lambda t: t.detach(), lambda t: t.T])
+def test_change_through_a_view_of_a_saved_tensor_raises(view, torch):
+    x = minigrad.tensor([1.0, 2.0], requires_grad=True)
+    c = minigrad.tensor([3.0, 4.0])
+    y = x * c
+    with minigrad.no_grad():
+        view(c).mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_changed_index_tensor_raises():
+    x = minigrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    i = minigrad.tensor(np.array([0, 0]))
+    y = x[i]
+    i += 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_checkpointed_segment_input_changed_before_backward_raises():
+    x = minigrad.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 1
+    c = minigrad.tensor([1.0, 1.0])
+    out = minigrad.checkpoint(lambda a, b: a * b, h, c)
+    c += 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
+def test_setitem_under_no_grad_updates_the_parameter(torch):
+    emb = nn.Embedding(4, 3)
+    with minigrad.no_grad():
+        emb.weight[0] = 0
+        emb.weight[[1, 2], 1:] = minigrad.tensor(np.full((2, 2), 5.0, dtype=np.float32))
+    w = emb.weight.numpy()
+    np.testing.assert_array_equal(w[0], 0.0)
+    np.testing.assert_array_equal(w[1:3, 1:], 5.0)
+    assert emb.weight.is_leaf and emb.weight.requires_grad
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        emb.weight[0] = 1
+
+
+def test_setitem_in_a_graph_matches_torch(torch):
+    a = np.arange(6.0).reshape(2, 3)
+    v = np.array([10.0, 20.0, 30.0])
+    x, val = minigrad.tensor(a, requires_grad=True), minigrad.tensor(v, requires_grad=True)
+    h = x * 2
+    h[1] = val
+    h[0, [0, 0]] = val[:1] * 3
+    (h * h).sum().backward()
+    tx, tv = torch.tensor(a, requires_grad=True), torch.tensor(v, requires_grad=True)
+    th = tx * 2
+    th[1] = tv
+    th[0, [0, 0]] = tv[:1] * 3
+    (th * th).sum().backward()
+    np.testing.assert_allclose(h.numpy(), th.detach().numpy())
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())
+    np.testing.assert_allclose(val.grad.numpy(), tv.grad.numpy())
+
+
+def test_setitem_on_integer_and_bool_tensors():
+    i = minigrad.tensor([1, 2, 3])
+    i[0] = 1.9                          # cast as PyTorch does
+    assert i.dtype == np.int64 and i.tolist() == [1, 2, 3]
+    m = minigrad.tensor(np.zeros(3, dtype=bool))
+    m[minigrad.tensor([2])] = True
+    assert m.tolist() == [False, False, True]
+    with pytest.raises(IndexError):
+        i[5] = 0

@@ -46,8 +46,6 @@ class _Binary(Function):
 
 class Add(_Binary):
     name = "add"
-    saves_arrays = False     # backward reads no array (in-place checks)
-
     def compute(self, a, b):
         return a + b
 
@@ -59,8 +57,6 @@ class Add(_Binary):
 
 class Sub(_Binary):
     name = "sub"
-    saves_arrays = False     # backward reads no array (in-place checks)
-
     def compute(self, a, b):
         return a - b
 
@@ -156,8 +152,6 @@ class PowScalar(Function):
 
 
 class Neg(Function):
-    saves_arrays = False     # backward reads no array (in-place checks)
-
     def forward(self, a):
         return -a
 

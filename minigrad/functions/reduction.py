@@ -46,7 +46,6 @@ def _expand(g, in_shape, axes, keepdims):
 
 
 class Sum(Function):
-    saves_arrays = False     # backward reads no array (in-place checks)
     def __init__(self, axis=None, keepdims=False):
         self.axis, self.keepdims = axis, keepdims
 
@@ -61,7 +60,6 @@ class Sum(Function):
 
 
 class Mean(Function):
-    saves_arrays = False     # backward reads no array (in-place checks)
     def __init__(self, axis=None, keepdims=False):
         self.axis, self.keepdims = axis, keepdims
 

@@ -21,7 +21,6 @@ def _check_sizes(name, shape, minus_one_means):
 
 
 class Reshape(Function):
-    saves_arrays = False     # backward reads no array (in-place checks)
     def __init__(self, shape):
         self.shape = tuple(shape)
 
@@ -40,8 +39,6 @@ class Reshape(Function):
 
 class Transpose(Function):
     """Permute axes; ``axes=None`` reverses them (``.T``)."""
-
-    saves_arrays = False     # backward reads no array (in-place checks)
 
     def __init__(self, axes=None):
         self.axes = None if axes is None else tuple(axes)
@@ -63,7 +60,6 @@ class Transpose(Function):
 
 
 class BroadcastTo(Function):
-    saves_arrays = False     # backward reads no array (in-place checks)
     def __init__(self, shape):
         self.shape = tuple(shape)
 
@@ -83,8 +79,6 @@ class BroadcastTo(Function):
 class Squeeze(Function):
     """Remove size-1 axes (all of them for ``axis=None``)."""
 
-    saves_arrays = False     # backward reads no array (in-place checks)
-
     def __init__(self, axis=None):
         self.axis = axis
 
@@ -103,8 +97,6 @@ class Squeeze(Function):
 class Unsqueeze(Function):
     """Insert a size-1 axis at position ``axis`` (``numpy.expand_dims``)."""
 
-    saves_arrays = False     # backward reads no array (in-place checks)
-
     def __init__(self, axis):
         self.axis = axis
 
@@ -118,8 +110,6 @@ class Unsqueeze(Function):
 
 class Concatenate(Function):
     """Join tensors along an existing axis."""
-
-    saves_arrays = False     # backward reads no array (in-place checks)
 
     def __init__(self, axis=0):
         self.axis = axis
@@ -149,8 +139,6 @@ class Concatenate(Function):
 
 class Stack(Function):
     """Join tensors of one shape along a new axis."""
-
-    saves_arrays = False     # backward reads no array (in-place checks)
 
     def __init__(self, axis=0):
         self.axis = axis
@@ -232,8 +220,6 @@ class GetItem(Function):
     (``backend.scatter_add``: ``numpy.add.at`` / ``cupyx.scatter_add``); a
     basic index selects every position at most once, so an assignment does.
     """
-
-    saves_arrays = False     # backward reads no array (in-place checks)
 
     def __init__(self, index):
         self.index = index
