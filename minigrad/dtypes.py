@@ -20,7 +20,8 @@ Operands fall into categories, ordered bool < integer < floating.
    floating exponent compute integer and bool tensors in the default
    floating dtype: uint8 [12].exp() is 162754.8 in float32 (NumPy computes
    it in float16 and overflows to inf); int / int is float32.
-5. ``matmul`` promotes nothing: its operands must have one dtype (PyTorch:
+5. ``concatenate`` and ``stack`` promote like rule 1 (int64 with float32 is
+   float32).  ``matmul`` promotes nothing: its operands must have one dtype (PyTorch:
    "expected m1 and m2 to have the same dtype").
 
 The layer policy
@@ -119,14 +120,14 @@ def check_layer_dtype(name: str, x, **params) -> None:
 
     Example message: ``linear: input dtype float64 differs from weight dtype
     float32; minigrad does not promote inside layers (PyTorch raises too):
-    convert the input with x.to(float32), or the layer's parameters``.
+    convert the input with x.to(float32), or the layer with layer.to(float64)``.
     """
     for label, p in params.items():
         if p is not None and p.dtype != x.dtype:
             raise TypeError(f"{name}: input dtype {x.dtype} differs from {label} dtype "
                             f"{p.dtype}; minigrad does not promote inside layers "
                             f"(PyTorch raises too): convert the input with "
-                            f"x.to({p.dtype}), or the layer's parameters")
+                            f"x.to({p.dtype}), or the layer with layer.to({x.dtype})")
 
 
 __all__ = ["get_default_dtype", "set_default_dtype", "result_type", "promote",

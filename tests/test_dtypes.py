@@ -208,3 +208,15 @@ def test_number_to_a_tensor_power_matches_torch(base, torch):
     ref.sum().backward()
     np.testing.assert_array_equal(out.numpy(), ref.detach().numpy())
     np.testing.assert_array_equal(t.grad.numpy(), r.grad.numpy())
+
+
+@pytest.mark.parametrize("join", ["concatenate", "stack"])
+def test_concatenate_and_stack_promote_like_torch(join, torch):
+    a = minigrad.tensor(np.array([1, 2]))
+    b = minigrad.tensor(np.array([0.5, 1.5], dtype=np.float32), requires_grad=True)
+    out = getattr(minigrad, join)([a, b])
+    ref = getattr(torch, "cat" if join == "concatenate" else "stack")(
+        [torch.tensor([1, 2]), torch.tensor([0.5, 1.5])])
+    assert out.dtype == np.float32 and ref.dtype == torch.float32
+    out.sum().backward()
+    assert b.grad.dtype == np.float32

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..autograd import Function, unbroadcast
 from ..backend import asnumpy, get_array_module, scatter_add
+from ..dtypes import result_type
 from .reduction import normalize_axis
 
 
@@ -108,6 +109,12 @@ class Unsqueeze(Function):
         return g.reshape(self.in_shape)
 
 
+def _common_dtype(arrays):
+    """The arrays in PyTorch's result type (int64 with float32 is float32)."""
+    dtype = result_type(*arrays)
+    return [a if a.dtype == dtype else a.astype(dtype) for a in arrays]
+
+
 class Concatenate(Function):
     """Join tensors along an existing axis."""
 
@@ -116,6 +123,7 @@ class Concatenate(Function):
 
     def forward(self, *arrays):
         xp = get_array_module(arrays[0])
+        arrays = _common_dtype(arrays)
         normalize_axis(self.axis, arrays[0].ndim, "concatenate")
         try:
             out = xp.concatenate(arrays, axis=self.axis)
@@ -145,6 +153,7 @@ class Stack(Function):
 
     def forward(self, *arrays):
         xp = get_array_module(arrays[0])
+        arrays = _common_dtype(arrays)
         shapes = {tuple(a.shape) for a in arrays}
         if len(shapes) > 1:
             raise ValueError(f"stack: all tensors must have the same shape, got "
