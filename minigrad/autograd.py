@@ -364,26 +364,39 @@ def _root(array):
 
 
 def mark_modified(array) -> int:
-    """Stamp the memory of ``array`` as overwritten in place now; returns the count."""
+    """Stamp the memory of ``array`` as overwritten in place now; returns the count.
+
+    Entries are keyed by ``id`` of the memory's owner.  An id reused by a
+    later array cannot raise a false error: that array was made after the
+    stamp, so every Function that saved it was recorded after the stamp too.
+    Entries of arrays that no longer exist are dropped now and then, and the
+    table keeps at most the newest ``_MAX_STAMPS`` stamps.
+    """
     global _prune_at
     count = bump_version()
     root = _root(array)
     try:
         ref = weakref.ref(root)
-    except TypeError:                   # cannot be weakly referenced: keep it alive
-        ref = lambda root=root: root   # noqa: E731
+    except TypeError:                   # an array type without weak references
+        ref = None
     _array_stamps[id(root)] = (ref, count)
-    if len(_array_stamps) > _prune_at:  # forget arrays that no longer exist
-        for key in [k for k, (r, _) in _array_stamps.items() if r() is None]:
+    if len(_array_stamps) > _prune_at:
+        for key in [k for k, (r, _) in _array_stamps.items() if r is not None and r() is None]:
             del _array_stamps[key]
+        if len(_array_stamps) > _MAX_STAMPS:
+            newest = sorted(_array_stamps.items(), key=lambda kv: kv[1][1])[-_MAX_STAMPS // 2:]
+            _array_stamps.clear()
+            _array_stamps.update(newest)
         _prune_at = max(1024, 2 * len(_array_stamps))
     return count
 
 
+_MAX_STAMPS = 100_000
+
+
 def _stamp(array) -> int:
-    root = _root(array)
-    entry = _array_stamps.get(id(root))
-    return entry[1] if entry is not None and entry[0]() is root else 0
+    entry = _array_stamps.get(id(_root(array)))
+    return 0 if entry is None else entry[1]
 
 
 def _saved_arrays(fn):

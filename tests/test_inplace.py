@@ -329,3 +329,11 @@ def test_setitem_on_integer_and_bool_tensors():
     assert m.tolist() == [False, False, True]
     with pytest.raises(IndexError):
         i[5] = 0
+
+
+def test_stamps_of_freed_arrays_are_forgotten():
+    from minigrad import autograd
+    for _ in range(3000):
+        t = minigrad.zeros(2)
+        t += 1
+    assert len(autograd._array_stamps) <= 2048
