@@ -31,13 +31,14 @@ OPS = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "sub": lambda a, b:
        "div": lambda a, b: a / b, "maximum": None, "where": None}
 
 
-@pytest.mark.parametrize("op", ["add", "mul", "sub", "div", "maximum", "where"])
-@pytest.mark.parametrize("pair", PAIRS, ids=[f"{p[1]}{np.ndim(p[0])}d-{p[3]}{np.ndim(p[2])}d"
-                                             for p in PAIRS])
+CASES = [(pair, op) for pair in PAIRS for op in OPS
+         if not (op == "sub" and "bool" in (pair[1], pair[3]))]   # no bool subtraction
+
+
+@pytest.mark.parametrize("pair, op", CASES, ids=[
+    f"{op}-{p[1]}{np.ndim(p[0])}d-{p[3]}{np.ndim(p[2])}d" for p, op in CASES])
 def test_binary_promotion_matches_torch(pair, op, torch):
     av, ad, bv, bd = pair
-    if op == "sub" and "bool" in (ad, bd):
-        pytest.skip("PyTorch has no bool subtraction")
     a, b = _t(av, ad), _t(bv, bd)
     ta = torch.tensor(np.asarray(av, dtype=ad))
     tb = torch.tensor(np.asarray(bv, dtype=bd))
