@@ -169,9 +169,10 @@ class Function:
     inputs: tuple = ()
     needs_input_grad: tuple = ()
     _released: bool = False
-    # In-place checks (see minigrad.inplace): the in-place counter when this
-    # Function was recorded; True in a Function whose backward reads its
-    # inputs' arrays through self.inputs rather than keeping them on self.
+    # In-place checks (see minigrad.inplace).  _recorded_at: the in-place
+    # counter when this Function was recorded.  reads_inputs: set True in a
+    # subclass whose backward reads its inputs' arrays through self.inputs
+    # instead of keeping them on self (checkpointing's recomputation).
     _recorded_at: int = 0
     reads_inputs: bool = False
 
