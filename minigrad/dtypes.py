@@ -16,9 +16,10 @@ Operands fall into categories, ordered bool < integer < floating.
    category, and then as the default dtype: float32 * 2.5 stays float32,
    int64 * 2.5 is float32 (the default), a bool tensor + 1 is int64.
 4. **Floating functions of integers**: ``exp``, ``log``, ``sqrt``, ``tanh``,
-   ``sigmoid``, true division, ``mean`` and ``var``, and powers with a
-   floating exponent compute integer and bool tensors in the default
-   floating dtype: uint8 [12].exp() is 162754.8 in float32 (NumPy computes
+   ``sigmoid``, true division, ``mean`` and ``var``, powers with a floating
+   exponent, and ``clip`` with floating bounds compute integer and bool
+   tensors in the default floating dtype (so do ``softmax``,
+   ``log_softmax`` and ``gelu``, which PyTorch refuses for integers): uint8 [12].exp() is 162754.8 in float32 (NumPy computes
    it in float16 and overflows to inf); int / int is float32.
 5. ``concatenate`` and ``stack`` promote like rule 1 (int64 with float32 is
    float32).  ``matmul`` promotes nothing: its operands must have one dtype (PyTorch:

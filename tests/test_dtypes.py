@@ -89,6 +89,14 @@ def test_floating_functions_of_integers_use_the_default_dtype(name, dtype, torch
     np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("fn", [lambda t: t.softmax(), lambda t: t.log_softmax(),
+                                lambda t: F.gelu(t), lambda t: t.var()])
+def test_other_floating_functions_of_integers(fn):
+    # PyTorch refuses integers here; minigrad computes them in the default dtype
+    # like exp and log (NumPy would give float64).
+    assert fn(minigrad.tensor([1, 2, 3])).dtype == np.float32
+
+
 def test_uint8_exp_is_finite():
     out = minigrad.tensor(np.array([12], dtype=np.uint8)).exp()
     assert out.dtype == np.float32
