@@ -7,8 +7,10 @@ so that evaluation is the identity): y = x · m / (1 - p), m ∈ {0, 1}.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd import Function
-from ..backend import get_array_module
+from .elementwise import blocked_to_zero
 
 
 class DropoutFunction(Function):
@@ -28,9 +30,9 @@ class DropoutFunction(Function):
     def backward(self, g):
         # A dropped entry's gradient is exactly 0, also for an inf or nan upstream
         # gradient (PyTorch multiplies by the mask and gives nan there).
-        xp = get_array_module(g)
-        return xp.where(self.scaled_mask != 0, g, xp.zeros((), dtype=g.dtype)) \
-            * self.scaled_mask
+        with np.errstate(invalid="ignore"):
+            product = g * self.scaled_mask
+        return blocked_to_zero(product, lambda: self.scaled_mask != 0)
 
 
 def scaled_mask(uniforms, p, dtype):

@@ -194,15 +194,43 @@ class Sqrt(Function):
             return g / (2 * self.out)
 
 
+def blocked_to_zero(product, passes):
+    """``product`` with exact zeros where ``passes`` is False.
+
+    ``product`` is an upstream gradient times a factor that is 0 where the
+    gradient is blocked (a 0/1 mask, dropout's scaled mask, a max's share),
+    so it is already right unless the gradient held inf or nan there
+    (inf · 0 = nan): only then is it redone with ``where``.  ``passes`` is a
+    boolean array broadcastable to ``product``, or a callable returning one
+    (built only when needed).
+
+    Why not always ``where``: for a random mask (ReLU's, dropout's) NumPy's
+    ``where`` is branchy and up to 50 times slower than a multiply (NumPy
+    2.4, 256×1024 float32: 2 ms against 40 µs); a finiteness check costs
+    a third of a multiply.  CuPy's ``where`` is one elementwise kernel, and a
+    check would synchronize, so on the GPU it is always ``where``.
+    """
+    xp = get_array_module(product)
+    if xp is np and np.isfinite(product).all():
+        return product
+    if callable(passes):
+        passes = passes()
+    with np.errstate(invalid="ignore"):
+        return xp.where(passes, product, product.dtype.type(0))
+
+
 def select(mask, g):
-    """``g`` where ``mask`` is True, else 0, in ``g``'s dtype.
+    """``g`` where ``mask`` is True, else exactly 0, in ``g``'s dtype.
 
     The backward of every op whose derivative is 0 on part of its domain uses
-    this instead of ``g * mask``: a gradient the mask blocks is exactly 0 even
-    when the upstream gradient is inf or nan (``inf * 0`` would be nan).
-    PyTorch's ``relu``, ``clamp``, ``maximum`` and ``max`` select the same way.
+    this (or :func:`blocked_to_zero`) instead of ``g * mask`` alone: a
+    gradient the mask blocks is exactly 0 even when the upstream gradient is
+    inf or nan (``inf * 0`` would be nan).  PyTorch's ``relu``, ``clamp``,
+    ``maximum`` and ``max`` select the same way.
     """
-    return get_array_module(g).where(mask, g, g.dtype.type(0))
+    with np.errstate(invalid="ignore"):
+        product = g * mask
+    return blocked_to_zero(product, mask)
 
 
 class Abs(Function):
@@ -254,11 +282,11 @@ class ReLU(Function):
 
     def forward(self, a):
         out = get_array_module(a).maximum(a, 0)     # nan stays nan; -inf gives 0
-        self.blocked = out <= 0
+        self.passes = ~(out <= 0)
         return out
 
     def backward(self, g):
-        return get_array_module(g).where(self.blocked, g.dtype.type(0), g)
+        return select(self.passes, g)
 
 
 class Maximum(_Binary):
@@ -294,11 +322,18 @@ class Minimum(_Binary):
 
 def _split_by_winner(g, a_loses, b_loses, tie, a_shape, b_shape, needs):
     """PyTorch's rule: the loser gets 0, a tie ½ each, anything else (nan) all of g."""
-    xp = get_array_module(g)
-    zero = xp.zeros((), dtype=g.dtype)
-    shared = xp.where(tie, g * g.dtype.type(0.5), g)
-    ga = unbroadcast(xp.where(a_loses, zero, shared), a_shape) if needs[0] else None
-    gb = unbroadcast(xp.where(b_loses, zero, shared), b_shape) if needs[1] else None
+    dt = g.dtype
+    half_tie = tie.astype(dt) * dt.type(0.5)
+    ga = gb = None
+    with np.errstate(invalid="ignore"):
+        if needs[0]:
+            wa = (~a_loses).astype(dt)
+            wa -= half_tie
+            ga = unbroadcast(blocked_to_zero(g * wa, lambda: ~a_loses), a_shape)
+        if needs[1]:
+            wb = (~b_loses).astype(dt)
+            wb -= half_tie
+            gb = unbroadcast(blocked_to_zero(g * wb, lambda: ~b_loses), b_shape)
     return ga, gb
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..autograd import Function, unbroadcast
 from ..backend import get_array_module
-from .elementwise import stable_sigmoid
+from .elementwise import blocked_to_zero, stable_sigmoid
 from .softmax import log_softmax_array
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -117,6 +117,7 @@ class CrossEntropy(Function):
         self.logp, self.safe_t, self.keep = logp, safe_t, keep
         self.logits_shape = logits.shape
         self.count = keep.sum()
+        self.all_kept = bool(self.count == keep.size)
         return _reduce_kept(loss, self.reduction, self.count, target.shape, logits.dtype)
 
     def backward(self, g):
@@ -127,10 +128,10 @@ class CrossEntropy(Function):
         if eps > 0:
             grad -= eps / num_classes
         grad[xp.arange(grad.shape[0]), self.safe_t] -= 1.0 - eps
-        weight = _kept_weights(g, self.reduction, self.keep, self.count)
+        weight = _kept_weights(g, self.reduction, self.keep, self.count, self.all_kept)
         grad *= weight.reshape(-1, 1).astype(grad.dtype, copy=False)
-        if self.count < self.keep.size:   # ignored rows are 0 even where softmax is not finite
-            grad = xp.where(self.keep.reshape(-1, 1), grad, grad.dtype.type(0))
+        if not self.all_kept:     # ignored rows are 0 even where softmax is not finite
+            grad = blocked_to_zero(grad, lambda: self.keep.reshape(-1, 1))
         return restore_layout(grad, self.logits_shape), None
 
 
@@ -157,11 +158,12 @@ class NLLLoss(Function):
         self.safe_t, self.keep, self.flat_shape = safe_t, keep, z.shape    # (M, C)
         self.logits_shape = logp.shape
         self.count = keep.sum()
+        self.all_kept = bool(self.count == keep.size)
         return _reduce_kept(loss, self.reduction, self.count, target.shape, logp.dtype)
 
     def backward(self, g):
         xp = get_array_module(g)
-        weight = _kept_weights(g, self.reduction, self.keep, self.count)
+        weight = _kept_weights(g, self.reduction, self.keep, self.count, self.all_kept)
         grad = xp.zeros(self.flat_shape, dtype=g.dtype)
         grad[xp.arange(self.flat_shape[0]), self.safe_t] = -weight.astype(g.dtype, copy=False)
         return restore_layout(grad, self.logits_shape), None
@@ -179,7 +181,7 @@ def _reduce_kept(loss, reduction, count, target_shape, dtype):
         return (loss.sum() / count).astype(dtype)
 
 
-def _kept_weights(g, reduction, keep, count):
+def _kept_weights(g, reduction, keep, count, all_kept=False):
     """d(reduced loss)/d(per-position loss), flattened: 0 at ignored positions,
     else g ("sum"), g / count ("mean"), or g's own entry ("none").
 
@@ -188,6 +190,10 @@ def _kept_weights(g, reduction, keep, count):
     gradient is 0 (PyTorch: loss nan, gradient zeros), and an inf or nan
     upstream gradient at an ignored position ("none") gives 0 too.
     """
+    if all_kept:                      # nothing to block: the plain formulas
+        if reduction == "none":
+            return g.reshape(-1)
+        return g if reduction == "sum" else g / count.astype(g.dtype)
     xp = get_array_module(g)
     zero = xp.zeros((), dtype=g.dtype)
     if reduction == "none":

@@ -10,6 +10,7 @@ import numpy as np
 from ..autograd import Function
 from ..backend import get_array_module
 from ..dtypes import to_floating
+from .elementwise import blocked_to_zero
 
 
 def normalize_axis(axis, ndim, name="reduction"):
@@ -106,8 +107,10 @@ class Max(Function):
         mask = (self.a == self.out) | (xp.isnan(self.a) & xp.isnan(self.out))
         count = mask.sum(axis=self.axes, keepdims=True)
         share = g / count.astype(g.dtype, copy=False)
-        # select, not multiply: a non-maximum gets exactly 0 even when g is inf or nan
-        return xp.where(mask, share, xp.zeros((), dtype=g.dtype))
+        # a non-maximum gets exactly 0 even when g is inf or nan
+        with np.errstate(invalid="ignore"):
+            product = share * mask
+        return blocked_to_zero(product, mask)
 
 
 class Min(Max):
