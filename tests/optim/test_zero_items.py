@@ -93,7 +93,8 @@ def test_empty_micro_batch_counts_and_update_equals_full_batch(float64, make_opt
     acc = optim.GradientAccumulator(make_opt(acc_model.parameters()), 3)
     for _ in range(2):                             # two windows: no shift after the empty one
         full_opt.zero_grad()
-        F.cross_entropy(full(minigrad.tensor(x)), y, ignore_index=IGNORE).backward()
+        full_loss = F.cross_entropy(full(minigrad.tensor(x)), y, ignore_index=IGNORE)
+        full_loss.backward()
         full_opt.step()
         results = []
         with warnings.catch_warnings():
@@ -105,6 +106,7 @@ def test_empty_micro_batch_counts_and_update_equals_full_batch(float64, make_opt
                 acc.backward(loss, num_items=int((yb != IGNORE).sum()))
                 results.append(acc.step())
         assert results == [False, False, True]
+        assert acc.window_loss == pytest.approx(full_loss.item(), rel=1e-12)
     assert acc.updates == 2 and acc.skipped_windows == 0
     for p, q in zip(full.parameters(), acc_model.parameters()):
         np.testing.assert_allclose(q.numpy(), p.numpy(), rtol=1e-12, atol=1e-14)
