@@ -67,7 +67,9 @@ def _check_result(name, target, result_dtype, result_shape):
     if tuple(result_shape) != target.shape:
         raise RuntimeError(f"{name}: output with shape {list(target.shape)} doesn't match "
                            f"the broadcast shape {list(result_shape)}")
-    if name not in ("copy_", "__setitem__") and _KIND_RANK[np.dtype(result_dtype).kind] > _KIND_RANK[target.dtype.kind]:
+    casts_anything = name in ("copy_", "__setitem__")      # PyTorch casts there
+    if not casts_anything and \
+            _KIND_RANK[np.dtype(result_dtype).kind] > _KIND_RANK[target.dtype.kind]:
         raise RuntimeError(f"{name}: result type {_KIND_NAME[np.dtype(result_dtype).kind]} "
                            f"({np.dtype(result_dtype)}) can't be cast to the desired "
                            f"output type {target.dtype} of the tensor changed in place")

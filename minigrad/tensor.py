@@ -98,10 +98,11 @@ class Tensor:
         grad: a Tensor of the same shape and dtype holding the accumulated
             gradient, or None before the first backward.  Assigning one of
             another shape, dtype or device raises RuntimeError (PyTorch's rule).
-
-    In-place operators and methods (``+=``, ``add_``, ``zero_``, ...) change the
-    tensor itself; see :mod:`minigrad.inplace` for when they are allowed.
         requires_grad: whether operations on this tensor are recorded.
+
+    In-place operators and methods (``+=``, ``add_``, ``zero_``, ``t[i] = v``,
+    ...) change the tensor itself; see :mod:`minigrad.inplace` for when they
+    are allowed.
     """
 
     __slots__ = ("_data", "_grad", "_requires_grad", "_creator", "_output_index",
@@ -458,7 +459,6 @@ class Tensor:
 
     def log_softmax(self, axis=-1):
         return SM.LogSoftmax(axis)(self)
-
 
     # --------------------------------------------------------------- in place
     # PyTorch's in-place operators and methods; see minigrad.inplace for the
