@@ -1,7 +1,9 @@
 """Seeded random streams.
 
 minigrad owns one NumPy ``Generator`` (initialization, ``randn``, dropout's
-default masks) and, when a GPU is used, one CuPy generator.
+default masks) and a GPU stream for ``randn``/``rand`` on the GPU: a fresh
+CuPy generator per draw, seeded from (seed, draw count), so that its state is
+one integer that :func:`get_rng_state` can save (:func:`gpu_generator`).
 :func:`manual_seed` resets every stream, so a notebook can always start over.
 
 Dropout draws its masks from a third source: a *counter-based* hash
