@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import minigrad
 from minigrad import nn, optim
@@ -337,3 +339,44 @@ def test_stamps_of_freed_arrays_are_forgotten():
         t = minigrad.zeros(2)
         t += 1
     assert len(autograd._array_stamps) <= 2048
+
+
+_SEQ_OPS = ["add_", "sub_", "mul_", "div_", "+=", "-=", "*=", "/=", "clamp_", "copy_"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_SEQ_OPS), st.booleans()), min_size=1, max_size=6),
+       st.integers(0, 2**16))
+def test_random_in_place_sequences_match_torch(ops, seed):
+    """A chain of in-place ops on an interior tensor (recorded) and on a copy
+    under no_grad: values and gradients equal PyTorch's."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((2, 3))
+    others = [rng.standard_normal(3) + 3 for _ in ops]
+    x, tx = minigrad.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    ws = [minigrad.tensor(o, requires_grad=True) for o in others]
+    tws = [torch.tensor(o, requires_grad=True) for o in others]
+    h, th = x * 1.5, tx * 1.5
+    for (name, use_grad), w, tw in zip(ops, ws, tws):
+        mg_op, th_op = OPS[name]
+        o, to = (w, tw) if use_grad else (minigrad.tensor(w.numpy()), tw.detach().clone())
+        mg_op(h, o)
+        th_op(th, to)
+    (h * h).sum().backward()
+    (th * th).sum().backward()
+    np.testing.assert_allclose(h.numpy(), th.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+    for w, tw in zip(ws, tws):
+        if tw.grad is None:
+            assert w.grad is None
+        else:
+            np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-10, atol=1e-12)
+    with minigrad.no_grad():
+        c = minigrad.tensor(a)
+        for (name, _), w in zip(ops, others):
+            OPS[name][0](c, minigrad.tensor(w))
+    tc = torch.tensor(a)
+    for (name, _), w in zip(ops, others):
+        OPS[name][1](tc, torch.tensor(w))
+    np.testing.assert_allclose(c.numpy(), tc.numpy(), rtol=1e-12, atol=1e-12)
