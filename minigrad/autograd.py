@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -67,15 +68,21 @@ class _GradMode(contextlib.ContextDecorator):
 
     def __init__(self, mode: bool):
         self.mode = mode
-        self._saved = []  # a stack, so one instance can be nested or re-entered
+        # The modes to restore: a stack (one instance can be nested or
+        # re-entered) per thread, since a decorated function may run in several
+        # threads at once and each must get back its own mode.
+        self._local = threading.local()
 
     def __enter__(self):
-        self._saved.append(is_grad_enabled())
+        stack = getattr(self._local, "saved", None)
+        if stack is None:
+            stack = self._local.saved = []
+        stack.append(is_grad_enabled())
         set_grad_enabled(self.mode)
         return self
 
     def __exit__(self, *exc):
-        set_grad_enabled(self._saved.pop())
+        set_grad_enabled(self._local.saved.pop())
         return False
 
 
@@ -83,7 +90,9 @@ def no_grad():
     """Disable graph recording inside a ``with`` block or a decorated function.
 
     The previous mode is restored on exit, also after an exception, and
-    nested blocks restore correctly::
+    nested blocks restore correctly.  Grad mode belongs to the thread: one
+    ``no_grad()`` object (a decorated function) used by several threads at
+    once gives each thread back its own mode::
 
         with minigrad.no_grad():
             y = model(x)          # y.requires_grad is False
@@ -160,6 +169,12 @@ class Function:
     inputs: tuple = ()
     needs_input_grad: tuple = ()
     _released: bool = False
+    # In-place checks (see minigrad.inplace).  _recorded_at: the in-place
+    # counter when this Function was recorded.  reads_inputs: set True in a
+    # subclass whose backward reads its inputs' arrays through self.inputs
+    # instead of keeping them on self (checkpointing's recomputation).
+    _recorded_at: int = 0
+    reads_inputs: bool = False
 
     def __call__(self, *inputs):
         # The hot path of every model (a small network runs it thousands of times
@@ -191,6 +206,7 @@ class Function:
             results = tuple(Tensor(out, requires_grad=record) for out in outputs)
         if record:
             self.inputs = tensors
+            self._recorded_at = _inplace_counter
             self.num_outputs = len(results)
             self._released = False
             for index, out in enumerate(results):
@@ -311,6 +327,8 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
         if fn._released:
             raise RuntimeError(f"backward: the graph through {type(fn).__name__} was "
                                "already freed by an earlier backward (retain_graph=False)")
+        if fn._recorded_at < _inplace_counter:
+            _check_versions(fn)
         _send_gradients(fn, fn.backward(*grads.pop(id(fn))), grads, leaf_grads)
         if not retain_graph:
             fn.release()
@@ -325,6 +343,98 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
         leaf, g = leaf_grads.popitem()[1]
         unshared = g.base is None and sys.getrefcount(g) == _UNSHARED_REFCOUNT
         _accumulate_leaf(leaf, g, owned=unshared)
+
+
+# The in-place counter.  An in-place operation that overwrites an array
+# stamps the array's memory (its root base) with the next count; one that
+# re-records a tensor in the graph stamps the tensor (``_version``).  A
+# Function recorded at count r must not read an array stamped after r, nor
+# route a gradient to a tensor re-recorded after r.
+_inplace_counter = 0
+_array_stamps = {}          # id(root array) -> (weak reference to it, count)
+_prune_at = 1024
+
+
+def bump_version() -> int:
+    """Advance the in-place counter and return its new value."""
+    global _inplace_counter
+    _inplace_counter += 1
+    return _inplace_counter
+
+
+def _root(array):
+    """The array that owns the memory ``array`` views (``array`` itself if none)."""
+    while getattr(array, "base", None) is not None and hasattr(array.base, "dtype"):
+        array = array.base
+    return array
+
+
+def mark_modified(array) -> int:
+    """Stamp the memory of ``array`` as overwritten in place now; returns the count.
+
+    Entries are keyed by ``id`` of the memory's owner.  An id reused by a
+    later array cannot raise a false error: that array was made after the
+    stamp, so every Function that saved it was recorded after the stamp too.
+    Entries of arrays that no longer exist are dropped now and then, and the
+    table keeps at most the newest ``_MAX_STAMPS`` stamps.
+    """
+    global _prune_at
+    count = bump_version()
+    root = _root(array)
+    try:
+        ref = weakref.ref(root)
+    except TypeError:                   # an array type without weak references
+        ref = None
+    _array_stamps[id(root)] = (ref, count)
+    if len(_array_stamps) > _prune_at:
+        for key in [k for k, (r, _) in _array_stamps.items() if r is not None and r() is None]:
+            del _array_stamps[key]
+        if len(_array_stamps) > _MAX_STAMPS:
+            newest = sorted(_array_stamps.items(), key=lambda kv: kv[1][1])[-_MAX_STAMPS // 2:]
+            _array_stamps.clear()
+            _array_stamps.update(newest)
+        _prune_at = max(1024, 2 * len(_array_stamps))
+    return count
+
+
+_MAX_STAMPS = 100_000
+
+
+def _stamp(array) -> int:
+    entry = _array_stamps.get(id(_root(array)))
+    return 0 if entry is None else entry[1]
+
+
+def _saved_arrays(fn):
+    """The arrays ``fn`` keeps for backward (attributes, and inside tuples/lists)."""
+    for value in list(fn.__dict__.values()):
+        for v in (value if isinstance(value, (tuple, list)) else (value,)):
+            if hasattr(v, "dtype") and hasattr(v, "shape") and hasattr(v, "base"):
+                yield v
+    if fn.reads_inputs:
+        for x in fn.inputs:
+            yield x._data
+
+
+def _check_versions(fn) -> None:
+    """Raise when an array ``fn`` reads in backward was overwritten in place
+    after ``fn`` was recorded, or an input was re-recorded in the graph since
+    (its gradient would go to the new operation)."""
+    recorded = fn._recorded_at
+    problem = None
+    for x in fn.inputs:
+        if getattr(x, "_version", 0) > recorded and x._creator is not None:
+            problem = f"an input of shape {list(x.shape)} (changed in place since)"
+    if problem is None:
+        for a in _saved_arrays(fn):
+            if _stamp(a) > recorded:
+                problem = f"an array of shape {list(a.shape)} and dtype {a.dtype} it saved"
+                break
+    if problem is not None:
+        raise RuntimeError(f"backward: one of the variables needed for gradient "
+                           f"computation has been modified by an inplace operation: "
+                           f"{problem} for {type(fn).__name__}; compute with a copy, or "
+                           "change the tensor in place only after backward")
 
 
 def _send_gradients(fn, in_grads, grads, leaf_grads) -> None:
@@ -375,10 +485,10 @@ _UNSHARED_REFCOUNT = _calibrate_refcount()
 def _accumulate_leaf(leaf, g, owned: bool) -> None:
     """Add ``g`` into ``leaf.grad``; on first use keep ``g`` itself when ``owned``,
     else a copy (``g`` may be shared)."""
-    if leaf.grad is None:
-        leaf.grad = _Tensor(g if owned else g.copy())
+    if leaf._grad is None:
+        leaf._grad = _Tensor(g if owned else g.copy())
     else:
-        leaf.grad.data += g
+        leaf._grad._data += g
 
 
 def unbroadcast(grad, shape):

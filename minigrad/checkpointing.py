@@ -15,10 +15,15 @@ arrays instead of O(L), for the price of one extra forward pass (about a third
 more time): Chen et al., "Training Deep Nets with Sublinear Memory Cost",
 arXiv:1604.06174 (2016), section 4.
 
-Three things make the recomputation give the very same numbers:
+Four things make the recomputation give the very same numbers:
 
-* the random state (dropout's masks) is saved before the first run and put
-  back for the recomputation (:func:`minigrad.random.get_rng_state`);
+* the random state of every device (dropout's masks, ``randn`` on the CPU
+  and the GPU) is saved before the first run and put back for the
+  recomputation (:func:`minigrad.random.get_rng_state`);
+* the forward's context is replayed: the per-example dropout contexts
+  (``nn.dropout_context``) and the default dtype in force when it ran, so a
+  backward outside the ``with`` block, inside another micro-batch's block,
+  or after ``set_default_dtype`` recomputes what the forward computed;
 * the recomputation runs inside :func:`minigrad.autograd.recomputing`, so
   layers with side effects, BatchNorm's running statistics, do them once;
 * the inputs are the same arrays, so the same operations give the same bits.
@@ -30,7 +35,7 @@ import numpy as np
 from . import autograd
 from . import random as mg_random
 from .autograd import Function, enable_grad, is_grad_enabled, no_grad, recomputing
-from .tensor import Tensor
+from .tensor import Tensor, get_default_dtype, set_default_dtype
 
 
 class CheckpointFunction(Function):
@@ -46,12 +51,16 @@ class CheckpointFunction(Function):
     the *anchor* (see :func:`checkpoint`) when ``has_anchor`` is True.
     """
 
+    reads_inputs = True     # backward recomputes from the inputs' arrays
+
     def __init__(self, fn, args, tensor_positions, has_anchor):
         self.fn = fn
         self.args = args
         self.tensor_positions = tensor_positions
         self.has_anchor = has_anchor
         self.rng_state = None
+        self.contexts = None
+        self.default_dtype = None
         self.single_output = True
 
     def _call_fn(self, tensors):
@@ -65,6 +74,8 @@ class CheckpointFunction(Function):
         if self.has_anchor:
             arrays = arrays[:-1]
         self.rng_state = mg_random.get_rng_state()
+        self.contexts = list(mg_random.dropout_contexts())
+        self.default_dtype = get_default_dtype()
         with no_grad():
             outputs = self._call_fn([Tensor(a) for a in arrays])
         outputs = _check_outputs(outputs)
@@ -78,13 +89,19 @@ class CheckpointFunction(Function):
         # Fresh leaves over the same arrays: the recomputed graph ends at them.
         leaves = [Tensor(x.data, requires_grad=need) for x, need in zip(inputs, needs)]
 
+        # Replay the forward's context, and put the caller's back afterwards.
         state_after = mg_random.get_rng_state()
+        dtype_after = get_default_dtype()
         mg_random.set_rng_state(self.rng_state)
+        contexts_after = mg_random.set_dropout_contexts(list(self.contexts))
+        set_default_dtype(self.default_dtype)
         try:
             with enable_grad(), recomputing():
                 outputs = _check_outputs(self._call_fn(leaves))
         finally:
             mg_random.set_rng_state(state_after)
+            mg_random.set_dropout_contexts(contexts_after)
+            set_default_dtype(dtype_after)
 
         _backward_many(outputs, grad_outputs)
         grads = [leaf.grad.data if (need and leaf.grad is not None) else None
@@ -168,9 +185,12 @@ def checkpoint(fn, *inputs):
     Side effects:
         ``fn`` runs twice.  During the second run
         :func:`minigrad.autograd.is_recomputing` is True (BatchNorm reads it
-        and does not update its running statistics again), and minigrad's
-        random state is the one of the first run, so dropout draws the same
-        masks; afterwards the random state is what it was before the rerun.
+        and does not update its running statistics again), grad mode is on
+        (also when backward is called under ``no_grad``), and the first
+        run's context is back: minigrad's random state on every device (so
+        dropout and ``randn`` draw the same numbers), the per-example dropout
+        contexts, and the default dtype.  Afterwards all of them are what
+        they were before the rerun.
 
     Under :func:`~minigrad.no_grad` this is just ``fn(*inputs)``.
 

@@ -17,6 +17,15 @@ def tensor(data, dtype=None, device="cpu", requires_grad: bool = False) -> Tenso
     :func:`minigrad.set_default_dtype`); integers give int64; NumPy arrays keep
     their dtype unless ``dtype`` is given.
 
+    Dtypes then follow PyTorch's promotion (:mod:`minigrad.dtypes`): tensors
+    with dimensions decide, a 0-d tensor or a Python number does not widen a
+    float32 tensor (float32 * np.float64(2) is float32), integer and bool
+    tensors enter floating functions (exp, log, sqrt, /, mean) in the default
+    dtype, and layers (Linear, Conv2d, the norms) raise TypeError for an
+    input whose dtype is not their parameters' (PyTorch raises too): a float64
+    NumPy array given to a float32 model must be converted, e.g.
+    ``minigrad.tensor(x, dtype=np.float32)``.
+
     Raises:
         TypeError: ``requires_grad=True`` with a non-floating dtype, or data
             that is not numeric.

@@ -1,7 +1,9 @@
 """Seeded random streams.
 
 minigrad owns one NumPy ``Generator`` (initialization, ``randn``, dropout's
-default masks) and, when a GPU is used, one CuPy generator.
+default masks) and a GPU stream for ``randn``/``rand`` on the GPU: a fresh
+CuPy generator per draw, seeded from (seed, draw count), so that its state is
+one integer that :func:`get_rng_state` can save (:func:`gpu_generator`).
 :func:`manual_seed` resets every stream, so a notebook can always start over.
 
 Dropout draws its masks from a third source: a *counter-based* hash
@@ -14,15 +16,18 @@ Functions that draw random numbers also accept an explicit
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from . import backend
 
 _seed = 0
 _cpu = np.random.default_rng(_seed)
-_gpu = None
+_gpu_draws = 0       # GPU draws since manual_seed (the GPU stream's whole state)
 _offset = 0          # counter of the hash stream: values drawn since manual_seed
 _layer_ids = 0       # per-example dropout layers made since manual_seed
+_STREAM_GPU = 0x5EED_C0DA        # key that separates the GPU stream's seeds
 
 
 def manual_seed(seed: int) -> None:
@@ -30,12 +35,12 @@ def manual_seed(seed: int) -> None:
 
     Raises TypeError unless ``seed`` is a non-negative int.
     """
-    global _seed, _cpu, _gpu, _offset, _layer_ids
+    global _seed, _cpu, _gpu_draws, _offset, _layer_ids
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
         raise TypeError(f"manual_seed: seed must be a non-negative int, got {seed!r}")
     _seed = int(seed)
     _cpu = np.random.default_rng(_seed)
-    _gpu = None
+    _gpu_draws = 0
     _offset = 0
     _layer_ids = 0
 
@@ -51,12 +56,20 @@ def default_generator() -> np.random.Generator:
 
 
 def gpu_generator():
-    """CuPy's generator for GPU draws, seeded from the current seed on first use."""
-    global _gpu
-    if _gpu is None:
-        cp = backend.array_module("cuda")
-        _gpu = cp.random.default_rng(_seed)
-    return _gpu
+    """A CuPy generator for one GPU draw (one ``randn``/``rand`` call).
+
+    The GPU stream is counter based: draw number d since :func:`manual_seed`
+    uses a fresh ``cupy.random.default_rng`` seeded with
+    splitmix64(seed, stream, d).  Its whole state is the integer d, so
+    :func:`get_rng_state` / :func:`set_rng_state` save and restore it exactly
+    (CuPy's generators expose no state to save), and gradient checkpointing
+    replays GPU draws as it replays CPU ones.
+    """
+    global _gpu_draws
+    cp = backend.array_module("cuda")
+    key = int(hash_keys(np, _seed, _STREAM_GPU, _gpu_draws)) >> 1    # < 2**63
+    _gpu_draws += 1
+    return cp.random.default_rng(key)
 
 
 def get_generator(device="cpu", generator=None):
@@ -139,22 +152,25 @@ def next_layer_id() -> int:
 
 
 def get_rng_state() -> dict:
-    """Everything a later draw depends on: the seed, the NumPy generator's state
-    and the hash stream's counter (a dict; pass it to :func:`set_rng_state`).
+    """Everything a later draw depends on, on every device: the seed, the NumPy
+    generator's state, the hash stream's counter and the GPU stream's draw
+    counter (a dict; pass it to :func:`set_rng_state`).
 
     Gradient checkpointing saves it before a forward pass and restores it before
-    the recomputation, so dropout draws the same masks twice.  The CuPy
-    generator (used only by ``randn``/``rand`` on the GPU) is not included.
+    the recomputation, so dropout and ``randn`` (CPU or GPU) draw the same
+    numbers twice.
     """
-    return {"seed": _seed, "numpy": _cpu.bit_generator.state, "offset": _offset}
+    return {"seed": _seed, "numpy": _cpu.bit_generator.state, "offset": _offset,
+            "gpu_draws": _gpu_draws}
 
 
 def set_rng_state(state: dict) -> None:
     """Restore a state returned by :func:`get_rng_state`.
 
-    Raises KeyError naming a missing entry.
+    Raises KeyError naming a missing entry (``gpu_draws`` may be missing,
+    from a state saved before it existed; the GPU stream is then left as is).
     """
-    global _seed, _cpu, _offset
+    global _seed, _cpu, _offset, _gpu_draws
     for key in ("seed", "numpy", "offset"):
         if key not in state:
             raise KeyError(f"set_rng_state: the state has no {key!r} entry; expected a "
@@ -163,3 +179,32 @@ def set_rng_state(state: dict) -> None:
     _cpu = np.random.default_rng()
     _cpu.bit_generator.state = state["numpy"]
     _offset = int(state["offset"])
+    if "gpu_draws" in state:
+        _gpu_draws = int(state["gpu_draws"])
+
+
+# ----------------------------------------------------------------------------
+# Per-example dropout contexts (the keys a forward pass draws its masks with)
+# ----------------------------------------------------------------------------
+# The stack lives here, below nn/, so that gradient checkpointing can save the
+# contexts of a forward pass and replay them in its recomputation.
+
+_contexts = threading.local()
+
+
+def dropout_contexts() -> list:
+    """This thread's stack of ``(step, example_index)`` entries (innermost last);
+    ``minigrad.nn.dropout_context`` pushes and pops it."""
+    stack = getattr(_contexts, "stack", None)
+    if stack is None:
+        stack = _contexts.stack = []
+    return stack
+
+
+def set_dropout_contexts(stack: list) -> list:
+    """Make the list ``stack`` this thread's stack (itself, not a copy, so that
+    putting the old one back restores the very object open ``with`` blocks
+    hold); returns the old one."""
+    old = dropout_contexts()
+    _contexts.stack = stack
+    return old

@@ -11,7 +11,8 @@ import numbers
 
 import numpy as np
 
-from . import autograd, backend
+from . import autograd, backend, inplace
+from .dtypes import get_default_dtype, set_default_dtype  # noqa: F401 (re-exported)
 from .functions import elementwise as E
 from .functions import linalg as L
 from .functions import reduction as R
@@ -21,26 +22,8 @@ from .functions import softmax as SM
 float16, float32, float64 = np.float16, np.float32, np.float64
 int32, int64, bool_ = np.int32, np.int64, np.bool_
 
-_default_dtype = np.dtype(np.float32)
-
-
-def set_default_dtype(dtype) -> None:
-    """Set the floating dtype of tensors made from Python floats and of new
-    parameters (float32 by default, as in PyTorch).  Raises TypeError for a
-    non-floating dtype."""
-    global _default_dtype
-    dtype = np.dtype(dtype)
-    if dtype.kind != "f":
-        raise TypeError(f"set_default_dtype: expected a floating dtype (float32 or "
-                        f"float64), got {dtype}")
-    _default_dtype = dtype
-
-
-def get_default_dtype() -> np.dtype:
-    """The current default floating dtype."""
-    return _default_dtype
-
-
+# The default floating dtype and the promotion rules live in minigrad.dtypes
+# (below functions/, which use them); these names stay importable from here.
 def _is_floating(dtype) -> bool:
     return np.dtype(dtype).kind in "fc"
 
@@ -64,7 +47,7 @@ def _to_array(data, dtype=None, device="cpu"):
         raise ValueError("tensor: cannot make a tensor from a ragged nested list; every "
                          "row must have the same length") from None
     if dtype is None and arr.dtype.kind == "f":
-        arr = arr.astype(_default_dtype)     # Python floats take the default dtype
+        arr = arr.astype(get_default_dtype())    # Python floats take the default dtype
     elif dtype is not None:
         arr = arr.astype(dtype)
     if arr.dtype.kind in "OUS":
@@ -86,11 +69,13 @@ def as_tensor_like(x, reference=None) -> "Tensor":
         if reference is not None:
             dtype = reference.dtype
             if not _is_floating(dtype) and is_float:
-                dtype = _default_dtype
+                dtype = get_default_dtype()
+            elif dtype.kind == "b" and not isinstance(x, (bool, np.bool_)):
+                dtype = np.dtype(np.int64)       # bool tensor + 1 is int64 (PyTorch)
             return Tensor(reference._xp.asarray(x, dtype=dtype))
         if isinstance(x, np.generic):
             return Tensor(np.asarray(x))
-        return Tensor(np.asarray(x, dtype=_default_dtype if is_float else None))
+        return Tensor(np.asarray(x, dtype=get_default_dtype() if is_float else None))
     if isinstance(x, np.generic):
         x = np.asarray(x)
     if isinstance(x, (list, tuple)):
@@ -111,12 +96,17 @@ class Tensor:
     Attributes:
         data: the NumPy or CuPy array (assignable, as in PyTorch).
         grad: a Tensor of the same shape and dtype holding the accumulated
-            gradient, or None before the first backward.
+            gradient, or None before the first backward.  Assigning one of
+            another shape, dtype or device raises RuntimeError (PyTorch's rule).
         requires_grad: whether operations on this tensor are recorded.
+
+    In-place operators and methods (``+=``, ``add_``, ``zero_``, ``t[i] = v``,
+    ...) change the tensor itself; see :mod:`minigrad.inplace` for when they
+    are allowed.
     """
 
-    __slots__ = ("_data", "grad", "_requires_grad", "_creator", "_output_index",
-                 "name", "__weakref__")
+    __slots__ = ("_data", "_grad", "_requires_grad", "_creator", "_output_index",
+                 "name", "_version", "__weakref__")
     # numpy_array * tensor calls Tensor.__rmul__ (and array < tensor calls
     # Tensor.__gt__): NumPy defers to an operand of higher priority.
     __array_priority__ = 100
@@ -126,7 +116,7 @@ class Tensor:
             # A NumPy scalar (what a full reduction returns) keeps its dtype.
             data = np.asarray(data) if isinstance(data, np.generic) else _to_array(data)
         self._data = data
-        self.grad = None
+        self._grad = None
         self._creator = None
         self._output_index = 0
         self.name = name
@@ -147,6 +137,19 @@ class Tensor:
             raise TypeError(f"Tensor.data must be a NumPy or CuPy array, got "
                             f"{type(value).__name__}")
         self._data = value
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        """Assign a gradient: None, or a Tensor of this tensor's shape, dtype and
+        device (PyTorch's checks); anything else raises at once rather than being
+        broadcast into an update later."""
+        if value is not None:
+            _check_grad(self, value)
+        self._grad = value
 
     @property
     def requires_grad(self) -> bool:
@@ -223,7 +226,7 @@ class Tensor:
         return Tensor(self._data)
 
     def zero_grad(self) -> None:
-        self.grad = None
+        self._grad = None
 
     # ------------------------------------------------------------- conversion
     def numpy(self) -> np.ndarray:
@@ -298,7 +301,7 @@ class Tensor:
     def __repr__(self):
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
         extra = ""
-        if self.dtype != _default_dtype:
+        if self.dtype != get_default_dtype():
             extra += f", dtype={self.dtype}"
         if self.device != "cpu":
             extra += f", device='{self.device}'"
@@ -499,6 +502,71 @@ class Tensor:
     def log_softmax(self, axis=-1):
         return SM.LogSoftmax(axis)(self)
 
+    # --------------------------------------------------------------- in place
+    # PyTorch's in-place operators and methods; see minigrad.inplace for the
+    # rules (no_grad updates, the leaf error, the version counter).
+    def __iadd__(self, other):
+        return inplace.add_(self, other)
+
+    def __isub__(self, other):
+        return inplace.sub_(self, other)
+
+    def __imul__(self, other):
+        return inplace.mul_(self, other)
+
+    def __itruediv__(self, other):
+        return inplace.div_(self, other)
+
+    def add_(self, other, alpha=1):
+        return inplace.add_(self, other, alpha)
+
+    def sub_(self, other, alpha=1):
+        return inplace.sub_(self, other, alpha)
+
+    def mul_(self, other):
+        return inplace.mul_(self, other)
+
+    def div_(self, other):
+        return inplace.div_(self, other)
+
+    def clamp_(self, min=None, max=None):  # noqa: A002 (PyTorch's names)
+        return inplace.clamp_(self, min, max)
+
+    clip_ = clamp_
+
+    def zero_(self):
+        return inplace.zero_(self)
+
+    def fill_(self, value):
+        return inplace.fill_(self, value)
+
+    def copy_(self, src):
+        return inplace.copy_(self, src)
+
+    def __setitem__(self, index, value):
+        inplace.setitem(self, _index_arrays(index), value)
+
+
+def _check_grad(tensor, grad) -> None:
+    """Raise unless ``grad`` can be ``tensor``'s gradient (PyTorch's messages)."""
+    if not isinstance(grad, Tensor):
+        raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
+                        f"type {type(grad).__name__}")
+    if grad is tensor:
+        raise RuntimeError("can't assign Variable as its own grad")
+    if grad.shape != tensor.shape:
+        raise RuntimeError(f"attempting to assign a gradient of size '{list(grad.shape)}' "
+                           f"to a tensor of size '{list(tensor.shape)}'. Please ensure "
+                           "that the gradient and the tensor are the same size")
+    if grad.dtype != tensor.dtype:
+        raise RuntimeError(f"attempting to assign a gradient with dtype '{grad.dtype}' to "
+                           f"a tensor with dtype '{tensor.dtype}'; the gradient's dtype "
+                           "must equal the data's")
+    if grad.device != tensor.device:
+        raise RuntimeError(f"attempting to assign a gradient located on device "
+                           f"'{grad.device}' to a tensor located on device "
+                           f"'{tensor.device}'; move it with .to(device) first")
+
 
 autograd._register_tensor_type(Tensor, as_tensor_like)
 
@@ -512,11 +580,13 @@ def _numpy_call_args(tensor, name, dtype, out):
 
 
 def _index_arrays(index):
-    """Replace Tensors inside an index by their arrays."""
+    """Replace Tensors inside an index (also inside lists) by their arrays."""
     if isinstance(index, Tensor):
         return index.data
     if isinstance(index, tuple):
-        return tuple(i.data if isinstance(i, Tensor) else i for i in index)
+        return tuple(_index_arrays(i) for i in index)
+    if isinstance(index, list) and any(isinstance(i, Tensor) for i in index):
+        return [_index_arrays(i) for i in index]
     return index
 
 

@@ -321,7 +321,7 @@ def test_checkpointing_keeps_fewer_activations():
     rng = np.random.default_rng(10)
     weights = make_weights(rng, [64] * 17)
     layers = tanh_layers(weights)
-    x = minigrad.tensor(rng.standard_normal((256, 64)).astype(np.float32))
+    x = minigrad.tensor(rng.standard_normal((256, 64)))
 
     def peak(run):
         clear(weights)

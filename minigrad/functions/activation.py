@@ -14,6 +14,7 @@ import numpy as np
 
 from ..autograd import Function
 from ..backend import get_array_module
+from ..dtypes import to_floating
 
 # Cody's coefficients.  erf on |x| <= 0.46875:
 _A = (3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02,
@@ -126,6 +127,7 @@ class GELU(Function):
 
     def forward(self, x):
         xp = get_array_module(x)
+        x = to_floating(x)          # integers: the default float dtype
         self.x = x
         if self.approximate == "tanh":
             self.t = xp.tanh(_SQRT_2_PI * (x + _TANH_C * x * x * x))

@@ -7,12 +7,16 @@ so that evaluation is the identity): y = x · m / (1 - p), m ∈ {0, 1}.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd import Function
+from .elementwise import blocked_to_zero
 
 
 class DropoutFunction(Function):
     """y = x · scaled_mask, where ``scaled_mask`` (the shape of x, the dtype of x)
-    holds 0 for dropped entries and 1/(1-p) for kept ones.  Backward: g · scaled_mask."""
+    holds 0 for dropped entries and 1/(1-p) for kept ones.  Backward: g · scaled_mask
+    at kept entries, exactly 0 at dropped ones."""
 
     def __init__(self, scaled_mask):
         self.scaled_mask = scaled_mask
@@ -24,7 +28,11 @@ class DropoutFunction(Function):
         return x * self.scaled_mask
 
     def backward(self, g):
-        return g * self.scaled_mask
+        # A dropped entry's gradient is exactly 0, also for an inf or nan upstream
+        # gradient (PyTorch multiplies by the mask and gives nan there).
+        with np.errstate(invalid="ignore"):
+            product = g * self.scaled_mask
+        return blocked_to_zero(product, lambda: self.scaled_mask != 0)
 
 
 def scaled_mask(uniforms, p, dtype):

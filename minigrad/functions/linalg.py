@@ -5,7 +5,6 @@ import numpy as np
 
 from ..autograd import Function, unbroadcast
 from ..backend import get_array_module
-from .elementwise import _promote
 
 
 def _shape_error(a, b):
@@ -31,7 +30,9 @@ class MatMul(Function):
         k_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
         if a.shape[-1] != k_b:
             raise _shape_error(a, b)
-        a, b = _promote(a, b)       # int @ float32 is float32, as for elementwise ops
+        if a.dtype != b.dtype:      # PyTorch promotes nothing in matmul
+            raise TypeError(f"matmul: expected both operands to have the same dtype, but "
+                            f"got {a.dtype} and {b.dtype}; convert one with .to(dtype)")
         self.a, self.b = a, b
         try:
             return a @ b

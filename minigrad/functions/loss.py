@@ -12,7 +12,7 @@ import numpy as np
 
 from ..autograd import Function, unbroadcast
 from ..backend import get_array_module
-from .elementwise import stable_sigmoid
+from .elementwise import blocked_to_zero, stable_sigmoid
 from .softmax import log_softmax_array
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -97,7 +97,9 @@ class CrossEntropy(Function):
     2016, arXiv:1512.00567).  Ignored positions give 0.  "mean" divides by
     Σ w[y_i] over the kept positions (their number when unweighted; 0/0 = nan
     when all are ignored, as PyTorch), "sum" adds, "none" returns the shape of
-    ``target``.
+    ``target``.  With every position ignored, "mean" gives a nan loss but a
+    zero gradient, as PyTorch: one update on a fully padded batch leaves the
+    weights unchanged.
 
     Backward: d loss_i / d logits = (1-ε)·w[y_i]·(softmax - onehot(y_i))
     + (ε/C)·(Σ_c w[c]·softmax - w); unweighted, softmax - ((1 - ε)·onehot(y_i) + ε/C).
@@ -137,6 +139,7 @@ class CrossEntropy(Function):
         self.logp, self.safe_t, self.keep, self.w = logp, safe_t, keep, w
         self.logits_shape = logits.shape
         self.count = _kept_total(keep, safe_t, w)
+        self.all_kept = bool(keep.all())
         return _reduce_kept(loss, self.reduction, self.count, target.shape, logits.dtype)
 
     def backward(self, g):
@@ -159,8 +162,10 @@ class CrossEntropy(Function):
                 smooth -= (eps / num_classes) * w
             smooth[rows, self.safe_t] -= (1.0 - eps) * w_y
             grad = smooth
-        weight = _kept_weights(g, self.reduction, self.keep, self.count)
+        weight = _kept_weights(g, self.reduction, self.keep, self.count, self.all_kept)
         grad *= weight.reshape(-1, 1).astype(grad.dtype, copy=False)
+        if not self.all_kept:     # ignored rows are 0 even where softmax is not finite
+            grad = blocked_to_zero(grad, lambda: self.keep.reshape(-1, 1))
         return restore_layout(grad, self.logits_shape), None
 
 
@@ -195,11 +200,12 @@ class NLLLoss(Function):
         self.safe_t, self.keep, self.flat_shape = safe_t, keep, z.shape    # (M, C)
         self.logits_shape, self.w = logp.shape, w
         self.count = _kept_total(keep, safe_t, w)
+        self.all_kept = bool(keep.all())
         return _reduce_kept(loss, self.reduction, self.count, target.shape, logp.dtype)
 
     def backward(self, g):
         xp = get_array_module(g)
-        weight = _kept_weights(g, self.reduction, self.keep, self.count)
+        weight = _kept_weights(g, self.reduction, self.keep, self.count, self.all_kept)
         if self.w is not None:
             weight = weight * self.w[self.safe_t]
         grad = xp.zeros(self.flat_shape, dtype=g.dtype)
@@ -243,15 +249,28 @@ def _reduce_kept(loss, reduction, count, target_shape, dtype):
         return (loss.sum() / count).astype(dtype)
 
 
-def _kept_weights(g, reduction, keep, count):
+def _kept_weights(g, reduction, keep, count, all_kept=False):
     """d(reduced loss)/d(per-position loss), flattened: 0 at ignored positions,
-    else g ("sum"), g / count ("mean"), or g's own entry ("none")."""
+    else g ("sum"), g / count ("mean"), or g's own entry ("none").
+
+    Ignored positions are *selected* to 0, not multiplied by 0: with every
+    position ignored, "mean" has count = 0 and g / count is inf or nan, yet the
+    gradient is 0 (PyTorch: loss nan, gradient zeros), and an inf or nan
+    upstream gradient at an ignored position ("none") gives 0 too.
+    """
+    if all_kept:                      # nothing to block: the plain formulas
+        if reduction == "none":
+            return g.reshape(-1)
+        return g if reduction == "sum" else g / count.astype(g.dtype)
+    xp = get_array_module(g)
+    zero = xp.zeros((), dtype=g.dtype)
     if reduction == "none":
-        return g.reshape(-1) * keep
+        return xp.where(keep, g.reshape(-1), zero)
     if reduction == "sum":
-        return g * keep
+        return xp.where(keep, g, zero)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (g / count) * keep
+        share = g / xp.asarray(count, dtype=g.dtype)
+    return xp.where(keep, share, zero)
 
 
 def reduce_loss(loss, reduction):

@@ -7,9 +7,12 @@ windows (stride < kernel) add up.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd import Function
 from ..backend import get_array_module
 from .conv import check_windows, crop2d, fold_windows, pad2d, sliding_windows
+from .elementwise import blocked_to_zero
 
 _NO_DILATION = (1, 1)
 
@@ -68,7 +71,11 @@ class MaxPool2d(Function):
         kh, kw = self.kernel
         # one-hot over the window positions: 1 where the window's argmax is
         offsets = xp.arange(kh * kw).reshape(1, 1, kh * kw, 1, 1)
-        dwin = (offsets == self.argmax) * g[:, :, None]          # (N, C, KH·KW, OH, OW)
+        # positions that are not the maximum get exactly 0, also for an inf or
+        # nan upstream gradient
+        hit = offsets == self.argmax
+        with np.errstate(invalid="ignore"):
+            dwin = blocked_to_zero(hit * g[:, :, None], hit)     # (N, C, KH·KW, OH, OW)
         dwin = dwin.reshape(n, c, kh, kw, oh, ow)
         dxpad = fold_windows(dwin, self.padded_shape, self.stride, self.dilation)
         return crop2d(dxpad, self.pads)

@@ -9,6 +9,8 @@ import numpy as np
 
 from ..autograd import Function
 from ..backend import get_array_module
+from ..dtypes import to_floating
+from .elementwise import blocked_to_zero
 
 
 def normalize_axis(axis, ndim, name="reduction"):
@@ -63,6 +65,7 @@ class Mean(Function):
         self.axis, self.keepdims = axis, keepdims
 
     def forward(self, a):
+        a = to_floating(a)          # the mean of integers is the default float dtype
         self.in_shape = a.shape
         self.axes = normalize_axis(self.axis, a.ndim, "mean")
         self.count = 1
@@ -83,7 +86,10 @@ class Mean(Function):
 
 
 class Max(Function):
-    """Maximum over axes; tied maxima share the gradient evenly."""
+    """Maximum over axes; tied maxima share the gradient evenly (PyTorch's
+    ``max()`` over all axes, and ``amax``).  Entries that are not the maximum
+    get exactly 0, also for an inf or nan upstream gradient (PyTorch's
+    ``amax`` multiplies by a mask and gives nan there)."""
 
     reduce = "max"
 
@@ -107,7 +113,11 @@ class Max(Function):
         # A nan maximum takes the gradient, as in PyTorch (nan == nan is False).
         mask = (self.a == self.out) | (xp.isnan(self.a) & xp.isnan(self.out))
         count = mask.sum(axis=self.axes, keepdims=True)
-        return g * (mask / count).astype(g.dtype, copy=False)
+        share = g / count.astype(g.dtype, copy=False)
+        # a non-maximum gets exactly 0 even when g is inf or nan
+        with np.errstate(invalid="ignore"):
+            product = share * mask
+        return blocked_to_zero(product, mask)
 
 
 class Min(Max):
@@ -127,6 +137,7 @@ class Var(Function):
 
     def forward(self, a):
         xp = get_array_module(a)
+        a = to_floating(a)
         self.axes = normalize_axis(self.axis, a.ndim, "var")
         self.in_shape = a.shape
         n = 1

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function, unbroadcast
-from ..backend import get_array_module, scatter_add
+from ..backend import asnumpy, get_array_module, scatter_add
+from ..dtypes import result_type
 from .reduction import normalize_axis
 
 
@@ -108,6 +109,12 @@ class Unsqueeze(Function):
         return g.reshape(self.in_shape)
 
 
+def _common_dtype(arrays):
+    """The arrays in PyTorch's result type (int64 with float32 is float32)."""
+    dtype = result_type(*arrays)
+    return [a if a.dtype == dtype else a.astype(dtype) for a in arrays]
+
+
 class Concatenate(Function):
     """Join tensors along an existing axis."""
 
@@ -116,6 +123,7 @@ class Concatenate(Function):
 
     def forward(self, *arrays):
         xp = get_array_module(arrays[0])
+        arrays = _common_dtype(arrays)
         normalize_axis(self.axis, arrays[0].ndim, "concatenate")
         try:
             out = xp.concatenate(arrays, axis=self.axis)
@@ -145,6 +153,7 @@ class Stack(Function):
 
     def forward(self, *arrays):
         xp = get_array_module(arrays[0])
+        arrays = _common_dtype(arrays)
         shapes = {tuple(a.shape) for a in arrays}
         if len(shapes) > 1:
             raise ValueError(f"stack: all tensors must have the same shape, got "
@@ -158,24 +167,77 @@ class Stack(Function):
         return tuple(g.take(i, axis=self.axis_) for i in range(n))
 
 
-def _is_advanced(index) -> bool:
-    """True when an index uses integer or boolean arrays (NumPy's advanced indexing)."""
+def normalize_index(index, xp):
+    """``index`` in the form NumPy reads it, with every advanced part an array of ``xp``.
+
+    NumPy treats as *advanced* (a copy; a repeated position appears twice):
+    integer or boolean arrays of any shape, lists and tuples of numbers, nested
+    sequences, and Python/NumPy booleans, whether alone (``t[[0, 0]]``) or
+    inside a tuple index (``t[(0, 0), :]``, ``t[:, [[1], [2]]]``).  Ints,
+    slices, ``None`` and ``Ellipsis`` are *basic*.  Tensors used as indices
+    arrive here as their arrays.  A tuple of ints alone (``t[(0, 1)]``) is a
+    tuple index, as in NumPy, so it stays a tuple.
+
+    Returns a tuple index whose advanced parts are arrays on ``xp``'s device
+    (CuPy does not take lists or NumPy arrays as indices).
+
+    Raises IndexError for a sequence that holds something other than
+    integers or booleans (floats, strings, slices inside a list).
+    """
     parts = index if isinstance(index, tuple) else (index,)
-    return any(hasattr(p, "shape") and getattr(p, "ndim", 0) > 0 or isinstance(p, list)
-               for p in parts)
+    return tuple(_index_part(p, xp) for p in parts)
+
+
+def _index_part(p, xp):
+    if p is None or p is Ellipsis or isinstance(p, slice):
+        return p
+    if isinstance(p, (bool, np.bool_)):
+        return p
+    if isinstance(p, (int, np.integer)):
+        return int(p)
+    if isinstance(p, (list, tuple)):
+        try:
+            arr = np.asarray(p)
+        except ValueError:
+            raise IndexError(f"index {p!r}: a nested sequence must be rectangular") from None
+        if arr.size == 0:
+            arr = arr.astype(np.intp)          # [] selects nothing, as in NumPy
+    elif hasattr(p, "shape") and hasattr(p, "dtype"):
+        arr = p
+    else:
+        raise IndexError(f"only integers, slices, None, Ellipsis, and integer or boolean "
+                         f"arrays (or Tensors, lists) are valid indices; got "
+                         f"{type(p).__name__}")
+    if arr.dtype.kind not in "iub":
+        raise IndexError(f"index arrays must hold integers or booleans, got dtype "
+                         f"{arr.dtype}")
+    return asnumpy(arr) if xp is np else xp.asarray(arr)
+
+
+def is_advanced(index) -> bool:
+    """True when a normalized index (see :func:`normalize_index`) has an advanced
+    part: an array of any shape or a boolean."""
+    return any(hasattr(p, "shape") or isinstance(p, (bool, np.bool_)) for p in index)
 
 
 class GetItem(Function):
     """``a[index]`` with NumPy's rules (ints, slices, None, Ellipsis, integer and
-    boolean arrays).  Backward scatters the gradient back; with integer arrays a
-    repeated index receives the sum of its gradients (``numpy.add.at``)."""
+    boolean arrays, lists and nested sequences, Tensors).
+
+    Backward scatters the gradient back.  With an advanced index a position
+    selected several times receives the sum of its gradients
+    (``backend.scatter_add``: ``numpy.add.at`` / ``cupyx.scatter_add``); a
+    basic index selects every position at most once, so an assignment does.
+    """
 
     def __init__(self, index):
         self.index = index
 
     def forward(self, a):
+        xp = get_array_module(a)
         self.in_shape, self.dtype = a.shape, a.dtype
         try:
+            self.index = normalize_index(self.index, xp)
             return a[self.index]
         except IndexError as e:
             raise IndexError(f"index {self.index!r} is invalid for a tensor of shape "
@@ -184,7 +246,7 @@ class GetItem(Function):
     def backward(self, g):
         xp = get_array_module(g)
         grad = xp.zeros(self.in_shape, dtype=g.dtype)
-        if _is_advanced(self.index):
+        if is_advanced(self.index):
             scatter_add(grad, self.index, g)
         else:
             grad[self.index] = g

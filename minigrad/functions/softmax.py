@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..autograd import Function
 from ..backend import get_array_module
+from ..dtypes import to_floating
 from .reduction import normalize_axis
 
 
@@ -43,6 +44,7 @@ class Softmax(Function):
 
     def forward(self, a):
         normalize_axis(self.axis, a.ndim, "softmax")
+        a = to_floating(a)          # integers: the default float dtype
         xp = get_array_module(a)
         e = xp.exp(_shifted(a, self.axis))
         self.out = e / e.sum(axis=self.axis, keepdims=True)
@@ -62,7 +64,7 @@ class LogSoftmax(Function):
 
     def forward(self, a):
         normalize_axis(self.axis, a.ndim, "log_softmax")
-        self.out = log_softmax_array(a, self.axis)
+        self.out = log_softmax_array(to_floating(a), self.axis)
         return self.out
 
     def backward(self, g):

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .. import backend
+from ..dtypes import check_layer_dtype
 from ..functions.conv import Conv2d as _Conv2dFn
 from ..functions.conv import pair
 from ..tensor import Tensor, get_default_dtype
@@ -100,9 +101,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1,  # noqa: A
     if weight.shape[0] % groups:
         raise ValueError(f"conv2d: weight of shape {_shape(weight)} has {weight.shape[0]} "
                          f"output channels, not divisible by groups={groups}")
-    if input.dtype != weight.dtype:
-        raise TypeError(f"conv2d: input dtype {input.dtype} and weight dtype "
-                        f"{weight.dtype} differ; convert one with .to(dtype)")
+    check_layer_dtype("conv2d", input, weight=weight, bias=bias)
     if bias is not None and _shape(bias) != (weight.shape[0],):
         raise ValueError(f"conv2d: bias of shape {_shape(bias)} does not match the "
                          f"{weight.shape[0]} output channels of weight {_shape(weight)}; "

@@ -37,13 +37,10 @@ NumPy and CuPy.  Two modes:
 from __future__ import annotations
 
 import contextlib
-import threading
 
 from .. import random as _random
 from . import functional as F
 from .module import Module
-
-_state = threading.local()
 
 
 @contextlib.contextmanager
@@ -56,9 +53,7 @@ def dropout_context(step: int, example_index):
     """
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:
         raise TypeError(f"dropout_context: step must be a non-negative int, got {step!r}")
-    stack = getattr(_state, "stack", None)
-    if stack is None:
-        stack = _state.stack = []
+    stack = _random.dropout_contexts()
     stack.append((step, example_index))
     try:
         yield
@@ -67,8 +62,12 @@ def dropout_context(step: int, example_index):
 
 
 def current_dropout_context():
-    """``(step, example_index)`` of the innermost :func:`dropout_context`, or None."""
-    stack = getattr(_state, "stack", None)
+    """``(step, example_index)`` of the innermost :func:`dropout_context`, or None.
+
+    The contexts are kept per thread in :mod:`minigrad.random`, where
+    :func:`minigrad.checkpoint` saves them for its recomputation.
+    """
+    stack = _random.dropout_contexts()
     return stack[-1] if stack else None
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import backend
 from .. import random as _random
+from ..dtypes import check_layer_dtype
 from ..functions import elementwise as E
 from ..functions import softmax as SM
 from ..functions.activation import GELU
@@ -75,9 +76,13 @@ def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """y = x Wᵀ + b: x (*, in), weight (out, in), bias (out,) or None -> (*, out).
 
-    One fused Function.  Raises ValueError when x's last axis is not ``in``.
+    One fused Function.  Raises ValueError when x's last axis is not ``in``,
+    TypeError when x's dtype is not the weight's and bias's (PyTorch raises
+    too; see :mod:`minigrad.dtypes`).
     """
     _tensor(x, "linear")
+    if x.dtype != weight.dtype or (bias is not None and bias.dtype != x.dtype):
+        check_layer_dtype("linear", x, weight=weight, bias=bias)
     if bias is None:
         return LinearFunction()(x, weight)
     return LinearFunction()(x, weight, bias)

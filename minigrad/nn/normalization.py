@@ -41,6 +41,7 @@ import numpy as np
 
 from .. import backend
 from ..autograd import is_recomputing
+from ..dtypes import check_layer_dtype
 from ..functions import norm as _norm
 from ..tensor import Tensor, get_default_dtype
 from .module import Module, Parameter
@@ -52,7 +53,9 @@ from .module import Module, Parameter
 
 def _affine_inputs(name, x, weight, bias, shape):
     """The Function's inputs: (x,) without affine parameters, else (x, weight, bias)
-    with a missing one replaced by ones / zeros.  Checks both shapes."""
+    with a missing one replaced by ones / zeros.  Checks both shapes, and both
+    dtypes against the input's (:func:`minigrad.dtypes.check_layer_dtype`)."""
+    check_layer_dtype(name, x, weight=weight, bias=bias)
     for label, p in (("weight", weight), ("bias", bias)):
         if p is not None and tuple(p.shape) != shape:
             raise ValueError(f"{name}: {label} has shape {tuple(p.shape)} but the input of "
@@ -112,6 +115,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
     channels = input.shape[1]
     for label, t in (("running_mean", running_mean), ("running_var", running_var)):
         _check_channels("batch_norm", input, label, t)
+    check_layer_dtype("batch_norm", input, running_mean=running_mean,
+                      running_var=running_var)
     inputs = _affine_inputs("batch_norm", input, weight, bias, (channels,))
     if not training:
         if running_mean is None or running_var is None:

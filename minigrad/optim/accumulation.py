@@ -207,16 +207,26 @@ class GradientAccumulator:
         ``num_items``.  A non-finite loss is not back-propagated; it marks the
         window to be skipped.
 
+        A micro-batch with no items (``num_items=0``: every target ignored,
+        e.g. prompt-only rows in fine-tuning) counts as one of the window's
+        k micro-batches and adds nothing: its loss (a mean over nothing, nan
+        in PyTorch's convention) is neither back-propagated nor added to the
+        window's loss, so the update equals the full batch's.  A window
+        whose micro-batches together hold no items has no mean gradient: it
+        is skipped with a RuntimeWarning (no optimizer or scheduler step;
+        ``skipped_windows`` counts it), since a step on a zero gradient would
+        only move the weights on stale momentum.
+
         Args:
             loss: a Tensor with one element that requires grad: the *mean* of
                 the micro-batch's per-item losses.
             num_items: n_j, the number of items the mean is over (an int or a
-                positive number; a one-element Tensor works too), or None to
+                number >= 0; a one-element Tensor works too), or None to
                 count the micro-batch as 1.
 
         Raises:
             TypeError: ``loss`` is not a Tensor, or ``num_items`` not a number.
-            ValueError: ``loss`` has more than one element, ``num_items <= 0``
+            ValueError: ``loss`` has more than one element, ``num_items < 0``
                 (or not finite), or the window mixes ``num_items`` and None.
             RuntimeError: ``loss`` does not require grad, or ``backward`` is
                 called twice without ``step`` in between.
@@ -243,14 +253,17 @@ class GradientAccumulator:
                              "with num_items and without; pass num_items for every "
                              "micro-batch or for none")
         value = float(loss.item())
-        if math.isfinite(value):
+        if weight == 0:
+            pass                          # no items: nothing to add (see above)
+        elif math.isfinite(value):
             xp = backend.get_array_module(loss.data)
             loss.backward(xp.full(loss.shape, weight, dtype=loss.dtype))
         else:
             self._nonfinite = True
         self._mode = mode
         self._item_total += weight
-        self._loss_sum += weight * value
+        if weight != 0:
+            self._loss_sum += weight * value
         self._awaiting_step = True
 
     @staticmethod
@@ -267,10 +280,10 @@ class GradientAccumulator:
             raise TypeError(f"GradientAccumulator.backward: num_items must be a positive "
                             f"number (the count of items the loss averages over), got "
                             f"{num_items!r}")
-        if not (math.isfinite(num_items) and num_items > 0):
-            raise ValueError(f"GradientAccumulator.backward: num_items must be > 0, got "
-                             f"{num_items} (a micro-batch without items has no mean loss; "
-                             "skip it)")
+        if not (math.isfinite(num_items) and num_items >= 0):
+            raise ValueError(f"GradientAccumulator.backward: num_items must be a finite "
+                             f"number >= 0 (the count of items the loss averages over), "
+                             f"got {num_items}")
         return int(num_items) if isinstance(num_items, numbers.Integral) else float(num_items)
 
     def step(self) -> bool:
@@ -335,10 +348,14 @@ class GradientAccumulator:
             params = self._params_with_grad()
             if self._prepared is None:
                 total = self._item_total
-                if total:                   # 0: every micro-batch was empty, nothing to divide
-                    for p in params:
-                        p.grad.data /= total    # sum_j n_j grad L_j -> grad of the window mean
-                window_loss = self._loss_sum / total if total else math.nan   # mean of nothing
+                if total == 0:              # every micro-batch empty: no mean to step on
+                    self._undo_scheduler(ahead)
+                    self._skip_window(math.nan, "the window holds no items (num_items=0 "
+                                                "for every micro-batch)")
+                    return False
+                for p in params:
+                    p.grad.data /= total    # sum_j n_j grad L_j -> grad of the window mean
+                window_loss = self._loss_sum / total
                 if self._nonfinite or not _all_finite(params):
                     self._undo_scheduler(ahead)
                     self._skip_window(window_loss)
@@ -387,7 +404,8 @@ class GradientAccumulator:
             self.scheduler.load_state_dict(before)
         _set_rates(self.optimizer, rates)
 
-    def _skip_window(self, window_loss) -> None:
+    def _skip_window(self, window_loss,
+                     reason="non-finite loss or gradient in the window") -> None:
         if self.model is not None:
             from .. import nn  # noqa: PLC0415
             for layer in nn.batchnorm_layers(self.model):
@@ -396,7 +414,7 @@ class GradientAccumulator:
         self.window_loss = window_loss
         self.skipped_windows += 1
         self._reset_window()
-        warnings.warn(f"GradientAccumulator: non-finite loss or gradient in the window "
+        warnings.warn(f"GradientAccumulator: {reason} "
                       f"after {self.updates} updates (window loss {window_loss}); "
                       "the window is skipped: no optimizer or scheduler step",
                       RuntimeWarning, stacklevel=4)

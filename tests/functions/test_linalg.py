@@ -80,9 +80,13 @@ def test_parity_with_torch(a_shape, b_shape, torch, device):
                        device=device)
 
 
-def test_integer_operand_takes_the_floating_dtype():
-    # PyTorch's promotion rule, as for the elementwise ops (NumPy would give float64)
+def test_operands_of_different_dtypes_raise(torch):
+    # PyTorch promotes nothing in matmul: "expected m1 and m2 to have the same dtype"
     a = minigrad.tensor([[1, 2]])
     b = minigrad.randn(2, 2)
-    assert (a @ b).dtype == np.float32
-    assert (b @ a.reshape(2, 1)).dtype == np.float32
+    for x, y in ((a, b), (b, a.reshape(2, 1)), (b, b.double())):
+        with pytest.raises(TypeError, match="same dtype, but got"):
+            x @ y
+    with pytest.raises(RuntimeError, match="same dtype"):
+        torch.tensor([[1, 2]]) @ torch.randn(2, 2)
+    assert (a.to(np.float32) @ b).dtype == np.float32

@@ -65,7 +65,8 @@ def test_batch_norm_layer_gradcheck_both_modes(device, float64):
 
 
 def test_training_output_is_normalized():
-    x = minigrad.tensor(np.random.default_rng(3).standard_normal((50, 4)) * 5 + 2)
+    x = minigrad.tensor((np.random.default_rng(3).standard_normal((50, 4)) * 5 + 2)
+                        .astype(np.float32))
     y = nn.BatchNorm1d(4)(x).numpy()
     np.testing.assert_allclose(y.mean(axis=0), 0, atol=1e-5)
     np.testing.assert_allclose(y.var(axis=0), 1, atol=1e-3)   # eps=1e-5 shrinks it a bit

@@ -137,7 +137,7 @@ def test_conv2d_initialization_is_pytorch_default_and_seeded():
                       stride=(1, 2, 3)), TypeError, "pair of ints"),
     (lambda: F.conv2d(minigrad.zeros(1, 3, 8, 8, dtype=np.float64),
                       minigrad.zeros(4, 3, 3, 3, dtype=np.float32)),
-     TypeError, "dtype float64 and weight dtype float32"),
+     TypeError, "input dtype float64 differs from weight dtype float32"),
     (lambda: nn.Conv2d(0, 4, 3), ValueError, "in_channels must be a positive int"),
     (lambda: nn.Conv2d(3, 4, 0), ValueError, "kernel_size must be >= 1"),
     (lambda: nn.Conv2d(3, 4, 3)(minigrad.zeros(1, 4, 8, 8)), ValueError,

@@ -50,8 +50,9 @@ def classification_batches(num_batches, batch_size, seed=0, n_in=6, n_out=3):
 
 
 def ce_loss(model, x, y):
-    """Mean cross-entropy of the model on one (micro-)batch."""
-    return F.cross_entropy(model(minigrad.tensor(x)), y)
+    """Mean cross-entropy of the model on one (micro-)batch (x in the model's dtype)."""
+    dtype = next(iter(model.parameters())).dtype
+    return F.cross_entropy(model(minigrad.tensor(x, dtype=dtype)), y)
 
 
 def train_full(model, opt, batches, loss_fn=ce_loss, scheduler=None, max_grad_norm=None):

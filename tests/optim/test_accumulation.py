@@ -278,8 +278,8 @@ def test_bad_constructor_arguments():
 
 
 @pytest.mark.parametrize("num_items, error, text", [
-    (0, ValueError, "num_items must be > 0, got 0"),
-    (-5, ValueError, "got -5"),
+    (-5, ValueError, "num_items must be a finite number >= 0.*got -5"),
+    (-0.5, ValueError, "got -0.5"),
     (float("nan"), ValueError, "got nan"),
     ("5", TypeError, "got '5'"),
     (True, TypeError, "got True"),
