@@ -139,7 +139,7 @@ class CrossEntropy(Function):
         self.logp, self.safe_t, self.keep, self.w = logp, safe_t, keep, w
         self.logits_shape = logits.shape
         self.count = _kept_total(keep, safe_t, w)
-        self.all_kept = bool(keep.all())
+        self.all_kept = bool(keep.size) and bool(keep.all())   # empty: the guarded path
         return _reduce_kept(loss, self.reduction, self.count, target.shape, logits.dtype)
 
     def backward(self, g):
@@ -200,7 +200,7 @@ class NLLLoss(Function):
         self.safe_t, self.keep, self.flat_shape = safe_t, keep, z.shape    # (M, C)
         self.logits_shape, self.w = logp.shape, w
         self.count = _kept_total(keep, safe_t, w)
-        self.all_kept = bool(keep.all())
+        self.all_kept = bool(keep.size) and bool(keep.all())   # empty: the guarded path
         return _reduce_kept(loss, self.reduction, self.count, target.shape, logp.dtype)
 
     def backward(self, g):

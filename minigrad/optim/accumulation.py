@@ -242,6 +242,10 @@ class GradientAccumulator:
             raise RuntimeError("GradientAccumulator.backward: the loss does not require "
                                "grad (was it computed under no_grad(), or from parameters "
                                "with requires_grad=False?)")
+        if self._prepared is not None:
+            raise RuntimeError("GradientAccumulator.backward: the last update raised after "
+                               "its gradients were normalized; call step() (or flush()) "
+                               "again to retry it before the next micro-batch")
         if self._awaiting_step:
             raise RuntimeError("GradientAccumulator.backward: called twice without step() "
                                "in between; call step() once after each micro-batch's "
@@ -277,7 +281,7 @@ class GradientAccumulator:
                                  f"number, got a tensor of shape {num_items.shape}")
             num_items = num_items.item()
         if isinstance(num_items, bool) or not isinstance(num_items, numbers.Real):
-            raise TypeError(f"GradientAccumulator.backward: num_items must be a positive "
+            raise TypeError(f"GradientAccumulator.backward: num_items must be a number >= 0 "
                             f"number (the count of items the loss averages over), got "
                             f"{num_items!r}")
         if not (math.isfinite(num_items) and num_items >= 0):

@@ -54,7 +54,8 @@ class StageAccumulator(GradientAccumulator):
             output: the stage's output Tensor for this micro-batch.
             grad_output: an array of ``output``'s shape: the gradient of the
                 micro-batch's *summed* item losses with respect to ``output``.
-            num_items: n_j, the item count the last stage weighted by (> 0).
+            num_items: n_j, the item count the last stage weighted by (>= 0; an
+                empty micro-batch counts as one of the window's k and adds nothing).
             loss: L_j, the micro-batch's mean loss (a float; non-finite marks
                 the window to be skipped, and nothing is back-propagated).
 

@@ -338,6 +338,9 @@ def test_an_optimizer_failing_halfway_inside_the_accumulator(float64, where, max
                 "window_loss", "last_grad_norm"):
         assert _equal(after["accumulator"][key], before["accumulator"][key]), key
     assert after["accumulator"]["prepared"] is not None      # normalized once, kept
+    with pytest.raises(RuntimeError, match="again to retry|twice without step"):
+        acc.backward(ce_loss(model, *batches[0]), num_items=4)   # no raw gradient on top
+    assert _equal(_everything(model, opt, acc)["params"], before["params"])
     assert (acc.step() if where == "step" else acc.flush()) is True
     reference = _accumulator(_halfway, sched, max_grad_norm=max_grad_norm)
     _feed(reference[2], reference[0], batches)

@@ -146,8 +146,8 @@ def test_stage_accumulator_checks_its_arguments():
     out = layer(minigrad.tensor(np.ones((3, 2))))
     with pytest.raises(ValueError, match="shape"):
         acc.backward_output(out, np.ones((2, 2)), 3, 0.5)
-    with pytest.raises(ValueError, match="num_items must be > 0"):
-        acc.backward_output(out, np.ones((3, 2)), 0, 0.5)
+    with pytest.raises(ValueError, match="num_items must be a finite number >= 0"):
+        acc.backward_output(out, np.ones((3, 2)), -1, 0.5)
     acc.backward_output(out, np.ones((3, 2)), 3, 0.5)
     with pytest.raises(RuntimeError, match="twice"):
         acc.backward_output(out, np.ones((3, 2)), 3, 0.5)
