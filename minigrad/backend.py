@@ -123,6 +123,33 @@ def scatter_add(target, indices, values) -> None:
         np.add.at(target, indices, values)
 
 
+_kernels = {}   # name -> compiled cupy.ElementwiseKernel, made on first use
+
+
+def elementwise_kernel(name: str, in_params: str, out_params: str, operation: str):
+    """A ``cupy.ElementwiseKernel``, built once per name and cached.
+
+    One kernel runs a whole chain of elementwise operations in one pass over
+    memory, with no temporary array between the steps (``p -= lr * g`` in
+    CuPy otherwise launches two kernels and allocates ``lr * g``).  The
+    arguments are CuPy's: typed parameter lists such as ``"T g, T lr"``
+    (``T`` takes the dtype of the arrays passed; a Python number passed for a
+    ``T`` scalar is cast to it) and ``"T p"``, and the CUDA C body run for
+    every element.  An output passed in as an existing array is updated in
+    place, and its old value can be read in the body (``p -= lr * g``).
+
+    Only the GPU paths call this; it imports nothing on the CPU.
+
+    Raises RuntimeError when no GPU is usable.
+    """
+    kernel = _kernels.get(name)
+    if kernel is None:
+        cp = array_module("cuda")
+        kernel = _kernels[name] = cp.ElementwiseKernel(in_params, out_params, operation,
+                                                       f"minigrad_{name}")
+    return kernel
+
+
 def synchronize(device: str = "cuda") -> None:
     """Wait for queued GPU work to finish (no-op on the CPU); use before timing."""
     if normalize_device(device) == "cuda" and cuda_is_available():
