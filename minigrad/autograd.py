@@ -248,7 +248,7 @@ def _topological_order(root_fn):
     """
     order = []
     uses = {}
-    visited = {id(root_fn)}
+    visited = {root_fn}             # Functions hash by identity
     stack = [(root_fn, iter(root_fn.inputs))]
     while stack:
         fn, it = stack[-1]
@@ -261,12 +261,12 @@ def _topological_order(root_fn):
                         uses[id(x)] = [1, None]
                     else:
                         entry[0] += 1
-            elif id(parent) not in visited:
+            elif parent not in visited:
                 if parent._released:
                     raise RuntimeError(f"backward: the graph through "
                                        f"{type(parent).__name__} was already freed by an "
                                        "earlier backward (retain_graph=False)")
-                visited.add(id(parent))
+                visited.add(parent)
                 stack.append((parent, iter(parent.inputs)))
                 break
         else:
@@ -301,7 +301,7 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
             does not match.
     """
     Tensor = _Tensor
-    if not tensor.requires_grad:
+    if not tensor._requires_grad:
         raise RuntimeError("backward: this tensor does not require grad and has no "
                            "graph (was it computed under no_grad(), or from inputs "
                            "with requires_grad=False?)")
@@ -329,12 +329,12 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
                            "Pass retain_graph=True to the first call if you need to.")
 
     order, leaves = _topological_order(root)
-    grads = {id(root): [None] * root.num_outputs}
-    grads[id(root)][tensor._output_index] = grad_array
+    grads = {root: [None] * root.num_outputs}     # Function -> its outputs' gradients
+    grads[root][tensor._output_index] = grad_array
     for fn in order:
-        if id(fn) in grads:
+        if fn in grads:
             # grads.pop inline: no local name keeps the upstream gradients alive.
-            _send_gradients(fn, grads.pop(id(fn)), grads, leaves)
+            _send_gradients(fn, grads.pop(fn), grads, leaves)
             if not retain_graph:
                 fn.release()
         else:                             # no gradient flows into this Function,
@@ -345,7 +345,7 @@ def _send_gradients(fn, grad_outputs, grads, leaves) -> None:
     """Run ``fn.backward`` and hand each input its gradient.
 
     An interior input's gradient is added to the slot of its output index in
-    ``grads[id(its creator)]``.  A leaf's is added to its sum in
+    ``grads[its creator]``.  A leaf's is added to its sum in
     ``leaves[id(leaf)]``; when this was the leaf's last use, the sum goes into
     ``leaf.grad`` at once (:func:`_finish_leaf`).  The gradients are taken out
     of the list one by one, so that a fresh array is held by one name only
@@ -378,9 +378,9 @@ def _send_gradients(fn, grad_outputs, grads, leaves) -> None:
             if entry[0] == 0:
                 _finish_leaf(x, leaves)
         elif g is not None:
-            slots = grads.get(id(parent))
+            slots = grads.get(parent)
             if slots is None:
-                slots = grads[id(parent)] = [None] * parent.num_outputs
+                slots = grads[parent] = [None] * parent.num_outputs
             k = x._output_index
             slots[k] = g if slots[k] is None else slots[k] + g
 

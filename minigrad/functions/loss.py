@@ -53,7 +53,13 @@ def _classes_last(logits, target, name):
 
 
 def _check_targets(target, num_classes, ignore_index, name):
-    """Raise ValueError naming the first target outside [0, C) that is not ignored."""
+    """Raise ValueError naming the first target outside [0, C) that is not ignored.
+
+    Returns True when every target lies in [0, C) (two reductions: the common
+    case), False when some equal ``ignore_index`` outside that range.
+    """
+    if target.size == 0 or (0 <= target.min() and target.max() < num_classes):
+        return True
     xp = get_array_module(target)
     bad = ((target < 0) | (target >= num_classes)) & (target != ignore_index)
     if bool(bad.any()):
@@ -61,6 +67,7 @@ def _check_targets(target, num_classes, ignore_index, name):
         raise ValueError(f"{name}: target {value} is out of bounds: class indices must "
                          f"lie in [0, {num_classes}) with C={num_classes} (or equal "
                          f"ignore_index={ignore_index})")
+    return False
 
 
 def restore_layout(grad, shape):
@@ -102,19 +109,27 @@ class CrossEntropy(Function):
         xp = get_array_module(logits)
         z, t = _classes_last(logits, target, "cross_entropy")
         num_classes = z.shape[1]
-        _check_targets(t, num_classes, self.ignore_index, "cross_entropy")
-        keep = t != self.ignore_index
-        safe_t = xp.where(keep, t, 0)
+        all_valid = _check_targets(t, num_classes, self.ignore_index, "cross_entropy")
+        if (all_valid and t.size and self.reduction != "none"
+                and not 0 <= self.ignore_index < num_classes):    # no position is ignored
+            keep, safe_t, count = None, t, xp.asarray(t.size)
+        else:
+            keep = t != self.ignore_index
+            safe_t = xp.where(keep, t, 0)
+            count = keep.sum()
         logp = log_softmax_array(z, axis=1)
         rows = xp.arange(z.shape[0])
         loss = -logp[rows, safe_t]
         eps = self.label_smoothing
         if eps > 0:
             loss = (1.0 - eps) * loss - (eps / num_classes) * logp.sum(axis=1)
-        loss = xp.where(keep, loss, 0.0).astype(logits.dtype, copy=False)
-        self.logp, self.safe_t, self.keep = logp, safe_t, keep
+        if keep is not None:
+            loss = xp.where(keep, loss, 0.0)
+        loss = loss.astype(logits.dtype, copy=False)
+        self.logp, self.safe_t, self.keep, self.count = logp, safe_t, keep, count
         self.logits_shape = logits.shape
-        self.count = keep.sum()
+        # Every position kept: backward scales every row by one number.
+        self.all_kept = keep is None or 0 < t.size == int(count)
         return _reduce_kept(loss, self.reduction, self.count, target.shape, logits.dtype)
 
     def backward(self, g):
@@ -125,8 +140,12 @@ class CrossEntropy(Function):
         if eps > 0:
             grad -= eps / num_classes
         grad[xp.arange(grad.shape[0]), self.safe_t] -= 1.0 - eps
-        weight = _kept_weights(g, self.reduction, self.keep, self.count)
-        grad *= weight.reshape(-1, 1).astype(grad.dtype, copy=False)
+        if self.all_kept and self.reduction != "none":    # the same weight for every row
+            weight = g / self.count if self.reduction == "mean" else g
+            grad *= weight.astype(grad.dtype, copy=False)
+        else:
+            weight = _kept_weights(g, self.reduction, self.keep, self.count)
+            grad *= weight.reshape(-1, 1).astype(grad.dtype, copy=False)
         return restore_layout(grad, self.logits_shape), None
 
 
@@ -171,6 +190,8 @@ def _reduce_kept(loss, reduction, count, target_shape, dtype):
         return loss.reshape(target_shape)
     if reduction == "sum":
         return loss.sum()
+    if count:                  # the common case: nothing to silence
+        return (loss.sum() / count).astype(dtype)
     with np.errstate(invalid="ignore", divide="ignore"):
         return (loss.sum() / count).astype(dtype)
 

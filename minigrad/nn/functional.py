@@ -173,7 +173,7 @@ def cross_entropy(logits: Tensor, target, ignore_index: int = -100,
         TypeError: a non-integer target.
     """
     _tensor(logits, "cross_entropy")
-    target = _index_array(target, logits.device)
+    target = Tensor(_index_array(target, logits.device))
     return CrossEntropy(ignore_index, reduction, label_smoothing)(logits, target)
 
 
