@@ -124,9 +124,13 @@ def parameters_of(layers):
     return [p for layer in layers for p in (layer.weight, layer.bias)]
 
 
-def minigrad_step(layers, loss_fn, x, y):
-    """Loss of the same MLP in minigrad, then backward (gradients land in .grad)."""
-    for p in parameters_of(layers):
+def minigrad_step(layers, loss_fn, x, y, params=None):
+    """Loss of the same MLP in minigrad, then backward (gradients land in .grad).
+
+    ``params``: the parameters' list, made once as an optimizer holds it (its
+    ``zero_grad()`` clears them); made here when not given.
+    """
+    for p in params if params is not None else parameters_of(layers):
         p.grad = None
     h = layers[0](x).relu()
     h = layers[1](h).relu()
@@ -154,9 +158,10 @@ def bench_case(widths, batch, repeats):
     check_same_maths(np_params, layers, loss_fn, x, y)
 
     x_mg, y_mg = minigrad.tensor(x), minigrad.tensor(y)
+    params = parameters_of(layers)
     return common.interleaved_medians_both_clocks(
         {"numpy": lambda: numpy_step(np_params, x, y),
-         "minigrad": lambda: minigrad_step(layers, loss_fn, x_mg, y_mg)},
+         "minigrad": lambda: minigrad_step(layers, loss_fn, x_mg, y_mg, params)},
         repeats=repeats, warmup=3)
 
 

@@ -178,24 +178,22 @@ class Function:
 
         record = False
         if is_grad_enabled():
-            for t in tensors:
-                if t._requires_grad:
-                    record = True
-                    break
-        self.needs_input_grad = tuple([t._requires_grad for t in tensors]) if record else ()
+            needs = tuple([t._requires_grad for t in tensors])
+            record = True in needs
+        self.needs_input_grad = needs if record else ()
         outputs = self.forward(*[t._data for t in tensors])
-        single = not isinstance(outputs, tuple)
-        if single:
-            results = (Tensor(outputs, requires_grad=record),)
-        else:
-            results = tuple(Tensor(out, requires_grad=record) for out in outputs)
+        if not isinstance(outputs, tuple):          # one output: the common case
+            out = Tensor(outputs, requires_grad=record)
+            if record:
+                self.inputs, self.num_outputs, self._released = tensors, 1, False
+                out._creator = self
+            return out
+        results = tuple(Tensor(out, requires_grad=record) for out in outputs)
         if record:
-            self.inputs = tensors
-            self.num_outputs = len(results)
-            self._released = False
+            self.inputs, self.num_outputs, self._released = tensors, len(results), False
             for index, out in enumerate(results):
                 out._creator, out._output_index = self, index
-        return results[0] if single else results
+        return results
 
     def forward(self, *arrays):  # pragma: no cover - abstract
         raise NotImplementedError(f"{type(self).__name__}.forward is not implemented")
@@ -311,7 +309,8 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
             raise ValueError(f"backward: grad can be implicitly created only for a tensor "
                              f"with one element, got shape {tensor.shape}; pass "
                              f"grad= of that shape")
-        grad_array = xp.ones_like(tensor.data)
+        # ones_like for one element, without NumPy's Python-level wrapper
+        grad_array = xp.array(1, dtype=tensor._data.dtype).reshape(tensor._data.shape)
     else:
         grad_array = grad.data if isinstance(grad, Tensor) else xp.asarray(grad)
         if grad_array.shape != tensor.shape:

@@ -173,7 +173,8 @@ def cross_entropy(logits: Tensor, target, ignore_index: int = -100,
         TypeError: a non-integer target.
     """
     _tensor(logits, "cross_entropy")
-    target = Tensor(_index_array(target, logits.device))
+    if not (isinstance(target, Tensor) and target.device == logits.device):
+        target = Tensor(_index_array(target, logits.device))
     return CrossEntropy(ignore_index, reduction, label_smoothing)(logits, target)
 
 
