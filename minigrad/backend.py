@@ -7,6 +7,15 @@ lazily, the first time a GPU is asked for, and nothing else in minigrad imports 
 
 Device names are the strings ``"cpu"`` and ``"cuda"`` (``"cuda:0"`` is accepted
 and means ``"cuda"``; minigrad uses one GPU).
+
+Subnormal numbers.  A float32 value below ``numpy.finfo(float32).tiny``
+(≈ 1.18e-38) in magnitude is *subnormal*.  NumPy computes and keeps
+subnormals; CUDA kernels may flush them to zero (sigmoid(-100) in float32:
+3.78e-44 on the CPU, 0 on an H200).  minigrad promises the same result on
+every device up to an absolute error of ``tiny`` at such values, not the
+subnormal digits themselves; float64 (tiny ≈ 2.2e-308) is not flushed.
+Where a result must not be flushed, compute it in float64 (or in log space:
+``log_softmax`` instead of ``log(softmax)``).
 """
 from __future__ import annotations
 

@@ -219,6 +219,16 @@ def stable_sigmoid(a):
 
 
 class Sigmoid(Function):
+    """sigmoid(a) = 1 / (1 + exp(-a)), without overflow (:func:`stable_sigmoid`).
+    Backward: dA = g · s · (1 - s).
+
+    Tiny results: below float32's smallest normal number (``finfo(float32).tiny``
+    ≈ 1.18e-38, reached near a = -87), the CPU returns the subnormal value (for
+    a = -100, 3.78e-44) and the GPU may return 0 (CUDA flushes float32
+    subnormals to zero).  minigrad promises an absolute error of at most
+    ``tiny`` there on every device (see :mod:`minigrad.backend`).
+    """
+
     def forward(self, a):
         self.out = stable_sigmoid(a)
         return self.out

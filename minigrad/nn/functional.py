@@ -49,7 +49,12 @@ def tanh(x: Tensor) -> Tensor:
 
 
 def sigmoid(x: Tensor) -> Tensor:
-    """1 / (1 + exp(-x)), computed without overflow."""
+    """1 / (1 + exp(-x)), computed without overflow; same shape and dtype as x.
+
+    Results below float32's smallest normal number (x < -87 or so) may be 0 on
+    the GPU where the CPU gives a subnormal: the absolute error is at most
+    ``numpy.finfo(float32).tiny`` (≈ 1.18e-38) on every device
+    (:class:`minigrad.functions.elementwise.Sigmoid`)."""
     return E.Sigmoid()(_tensor(x, "sigmoid"))
 
 
