@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import backend
 from ..autograd import Function, unbroadcast
 from ..backend import get_array_module
 
@@ -239,14 +240,30 @@ class Sigmoid(Function):
 
 
 class ReLU(Function):
-    """max(a, 0); the gradient at 0 is 0, as in PyTorch."""
+    """max(a, 0); the gradient at 0 is 0, as in PyTorch.
+
+    On the GPU the output and the mask come from one fused kernel
+    (:func:`_relu_gpu`) instead of two.
+    """
 
     def forward(self, a):
+        if get_array_module(a) is not np:
+            y, self.mask = _relu_gpu(a)
+            return y
         self.mask = a > 0
-        return get_array_module(a).maximum(a, 0)     # nan stays nan; -inf gives 0
+        return np.maximum(a, 0)                      # nan stays nan; -inf gives 0
 
     def backward(self, g):
         return g * self.mask
+
+
+def _relu_gpu(a):
+    """``(maximum(a, 0), a > 0)`` of a CuPy array in one kernel launch; nan stays
+    nan, as with ``maximum``."""
+    kernel = backend.elementwise_kernel(
+        "relu_forward", "T a", "T y, bool mask",
+        "mask = a > 0; y = (mask || a != a) ? a : (T)0;")
+    return kernel(a)
 
 
 class Maximum(_Binary):

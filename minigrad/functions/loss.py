@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import backend
 from ..autograd import Function, unbroadcast
 from ..backend import get_array_module
 from .elementwise import stable_sigmoid
@@ -135,18 +136,42 @@ class CrossEntropy(Function):
     def backward(self, g):
         xp = get_array_module(g)
         eps = self.label_smoothing
-        grad = xp.exp(self.logp)                          # softmax, (M, C)
+        if self.all_kept and self.reduction != "none":    # the same weight for every row
+            weight = g / self.count if self.reduction == "mean" else g
+            weight = weight.astype(self.logp.dtype, copy=False)
+        else:
+            weight = _kept_weights(g, self.reduction, self.keep, self.count)
+            weight = weight.reshape(-1, 1).astype(self.logp.dtype, copy=False)
+        if xp is not np:                                  # one fused GPU kernel
+            grad = _cross_entropy_grad_gpu(self.logp, self.safe_t, weight, eps)
+            return restore_layout(grad, self.logits_shape), None
+        grad = np.exp(self.logp)                          # softmax, (M, C)
         num_classes = grad.shape[1]
         if eps > 0:
             grad -= eps / num_classes
-        grad[xp.arange(grad.shape[0]), self.safe_t] -= 1.0 - eps
-        if self.all_kept and self.reduction != "none":    # the same weight for every row
-            weight = g / self.count if self.reduction == "mean" else g
-            grad *= weight.astype(grad.dtype, copy=False)
-        else:
-            weight = _kept_weights(g, self.reduction, self.keep, self.count)
-            grad *= weight.reshape(-1, 1).astype(grad.dtype, copy=False)
+        grad[np.arange(grad.shape[0]), self.safe_t] -= 1.0 - eps
+        grad *= weight
         return restore_layout(grad, self.logits_shape), None
+
+
+def _cross_entropy_grad_gpu(logp, target, weight, eps):
+    """(softmax - (1 - ε)·onehot(target) - ε/C) · weight for CuPy arrays, in one kernel.
+
+    ``logp`` (M, C) C-contiguous log-probabilities, ``target`` (M,) class
+    indices, ``weight`` () or (M, 1) (broadcast over the classes).  The same
+    element-by-element arithmetic as the NumPy lines of
+    :meth:`CrossEntropy.backward`, without the softmax temporary, the index
+    array and the scatter that those take on the GPU.
+    """
+    num_classes = logp.shape[1]
+    kernel = backend.elementwise_kernel(
+        "cross_entropy_backward",
+        "T logp, raw I target, T weight, int64 num_classes, T eps_over_c, T hit",
+        "T grad",
+        "const ptrdiff_t row = i / num_classes;"
+        "const ptrdiff_t col = i - row * num_classes;"
+        "grad = (exp(logp) - eps_over_c - (col == target[row] ? hit : (T)0)) * weight;")
+    return kernel(logp, target, weight, num_classes, eps / num_classes, 1.0 - eps)
 
 
 class NLLLoss(Function):
