@@ -177,7 +177,7 @@ class Function:
             _check_same_device(type(self).__name__, tensors)
 
         record = False
-        if is_grad_enabled():
+        if _state.enabled:                          # is_grad_enabled(), inlined
             needs = tuple([t._requires_grad for t in tensors])
             record = True in needs
         self.needs_input_grad = needs if record else ()
@@ -345,8 +345,8 @@ def _send_gradients(fn, grad_outputs, grads, leaves) -> None:
 
     An interior input's gradient is added to the slot of its output index in
     ``grads[its creator]``.  A leaf's is added to its sum in
-    ``leaves[id(leaf)]``; when this was the leaf's last use, the sum goes into
-    ``leaf.grad`` at once (:func:`_finish_leaf`).  The gradients are taken out
+    ``leaves[id(leaf)]``; when this was the leaf's last use, the entry leaves
+    the dict and the sum goes into ``leaf.grad`` at once (:func:`_finish_leaf`).  The gradients are taken out
     of the list one by one, so that a fresh array is held by one name only
     when it reaches the leaf and can become ``leaf.grad`` without a copy.
     """
@@ -375,7 +375,7 @@ def _send_gradients(fn, grad_outputs, grads, leaves) -> None:
                 g = None
             entry[0] -= 1
             if entry[0] == 0:
-                _finish_leaf(x, leaves)
+                _finish_leaf(x, leaves.pop(id(x)))
         elif g is not None:
             slots = grads.get(parent)
             if slots is None:
@@ -391,10 +391,10 @@ def _count_down_leaves(fn, leaves) -> None:
             entry = leaves[id(x)]
             entry[0] -= 1
             if entry[0] == 0:
-                _finish_leaf(x, leaves)
+                _finish_leaf(x, leaves.pop(id(x)))
 
 
-def _finish_leaf(leaf, leaves) -> None:
+def _finish_leaf(leaf, entry) -> None:
     """The leaf's last use has run: add its summed gradient into ``leaf.grad``.
 
     A fresh array that nothing else holds becomes ``leaf.grad`` as it is,
@@ -404,7 +404,6 @@ def _finish_leaf(leaf, leaves) -> None:
     elsewhere (another leaf, the caller's grad, a retained graph): those are
     copied.
     """
-    entry = leaves.pop(id(leaf))
     g, entry[1] = entry[1], None         # now g is held by this name only
     if g is not None:
         unshared = g.base is None and sys.getrefcount(g) == _UNSHARED_REFCOUNT

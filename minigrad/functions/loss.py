@@ -128,6 +128,7 @@ class CrossEntropy(Function):
             loss = xp.where(keep, loss, 0.0)
         loss = loss.astype(logits.dtype, copy=False)
         self.logp, self.safe_t, self.keep, self.count = logp, safe_t, keep, count
+        self.rows = rows
         self.logits_shape = logits.shape
         # Every position kept: backward scales every row by one number.
         self.all_kept = keep is None or 0 < t.size == int(count)
@@ -149,7 +150,7 @@ class CrossEntropy(Function):
         num_classes = grad.shape[1]
         if eps > 0:
             grad -= eps / num_classes
-        grad[np.arange(grad.shape[0]), self.safe_t] -= 1.0 - eps
+        grad[self.rows, self.safe_t] -= 1.0 - eps
         grad *= weight
         return restore_layout(grad, self.logits_shape), None
 
