@@ -351,6 +351,7 @@ def _send_gradients(fn, grad_outputs, grads, leaves) -> None:
     when it reaches the leaf and can become ``leaf.grad`` without a copy.
     """
     in_grads = fn.backward(*grad_outputs)
+    grad_outputs.clear()             # the upstream gradients are freed here, not later
     in_grads = list(in_grads) if isinstance(in_grads, tuple) else [in_grads]
     inputs = fn.inputs
     if len(in_grads) != len(inputs):
