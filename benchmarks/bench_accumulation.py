@@ -223,8 +223,8 @@ def parameter_regime(quick: bool = False) -> dict:
 
     one, window = one_step[1], peaks["16 x 1 accumulated"]
     step512, window512 = one_step[512], peaks["8 x 512 accumulated"]
-    floor_1 = {"ratio": window / one,
-               "floor": round(SLACK * (one + largest) / one, 3), "ok": window <= SLACK * (one + largest)}
+    floor_1 = {"ratio": window / one, "floor": round(SLACK * (one + largest) / one, 3),
+               "ok": window <= SLACK * (one + largest)}
     floor_512 = {"ratio": window512 / step512,
                  "floor": round(SLACK * (step512 + all_grads) / step512, 3),
                  "ok": window512 <= SLACK * (step512 + all_grads)}

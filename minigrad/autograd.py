@@ -176,8 +176,8 @@ class Function:
         if backend._cupy is not None and len(tensors) > 1:
             _check_same_device(type(self).__name__, tensors)
 
-        record = False
-        if _state.enabled:                          # is_grad_enabled(), inlined
+        record, needs = False, ()
+        if is_grad_enabled():
             needs = tuple([t._requires_grad for t in tensors])
             record = True in needs
         self.needs_input_grad = needs if record else ()
@@ -346,9 +346,10 @@ def _send_gradients(fn, grad_outputs, grads, leaves) -> None:
     An interior input's gradient is added to the slot of its output index in
     ``grads[its creator]``.  A leaf's is added to its sum in
     ``leaves[id(leaf)]``; when this was the leaf's last use, the entry leaves
-    the dict and the sum goes into ``leaf.grad`` at once (:func:`_finish_leaf`).  The gradients are taken out
-    of the list one by one, so that a fresh array is held by one name only
-    when it reaches the leaf and can become ``leaf.grad`` without a copy.
+    the dict and the sum goes into ``leaf.grad`` at once (:func:`_finish_leaf`).
+    The gradients are taken out of the list one by one, so that a fresh array
+    is held by one name only when it reaches the leaf and can become
+    ``leaf.grad`` without a copy.
     """
     in_grads = fn.backward(*grad_outputs)
     grad_outputs.clear()             # the upstream gradients are freed here, not later
