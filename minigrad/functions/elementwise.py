@@ -242,19 +242,23 @@ class Sigmoid(Function):
 class ReLU(Function):
     """max(a, 0); the gradient at 0 is 0, as in PyTorch.
 
-    On the GPU the output and the mask come from one fused kernel
-    (:func:`_relu_gpu`) instead of two.
+    On the GPU, for float32 and float64, the output and the mask come from one
+    fused kernel (:func:`_relu_gpu`) instead of two.
     """
 
     def forward(self, a):
-        if get_array_module(a) is not np:
+        xp = get_array_module(a)
+        if xp is not np and a.dtype in _FUSED_DTYPES:
             y, self.mask = _relu_gpu(a)
             return y
         self.mask = a > 0
-        return np.maximum(a, 0)                      # nan stays nan; -inf gives 0
+        return xp.maximum(a, 0)                      # nan stays nan; -inf gives 0
 
     def backward(self, g):
         return g * self.mask
+
+
+_FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))   # dtypes of the GPU kernels
 
 
 def _relu_gpu(a):

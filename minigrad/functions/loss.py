@@ -143,16 +143,19 @@ class CrossEntropy(Function):
         else:
             weight = _kept_weights(g, self.reduction, self.keep, self.count)
             weight = weight.reshape(-1, 1).astype(self.logp.dtype, copy=False)
-        if xp is not np:                                  # one fused GPU kernel
+        if xp is not np and self.logp.dtype in _FUSED_DTYPES:   # one fused GPU kernel
             grad = _cross_entropy_grad_gpu(self.logp, self.safe_t, weight, eps)
             return restore_layout(grad, self.logits_shape), None
-        grad = np.exp(self.logp)                          # softmax, (M, C)
+        grad = xp.exp(self.logp)                          # softmax, (M, C)
         num_classes = grad.shape[1]
         if eps > 0:
             grad -= eps / num_classes
         grad[self.rows, self.safe_t] -= 1.0 - eps
         grad *= weight
         return restore_layout(grad, self.logits_shape), None
+
+
+_FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))   # dtypes of the GPU kernel
 
 
 def _cross_entropy_grad_gpu(logp, target, weight, eps):

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .. import backend
 from . import updates
 from .optimizer import Optimizer, check_number
@@ -81,14 +79,14 @@ class Adam(Optimizer):
                 bias_correction1 = 1 - beta1 ** t
                 bias_correction2_sqrt = math.sqrt(1 - beta2 ** t)
                 step_size = lr / bias_correction1
-                if xp is not np:                            # the same lines, one GPU kernel
+                if updates.fused_on_gpu(p.data, g):         # the lines below, one GPU kernel
                     updates.adam_update_gpu(p.data, m, v, g, beta1, beta2, step_size,
                                             bias_correction2_sqrt, eps)
                     continue
                 m += (1 - beta1) * (g - m)                  # = beta1*m + (1-beta1)*g
                 v *= beta2
                 v += (1 - beta2) * (g * g)
-                denom = np.sqrt(v) / bias_correction2_sqrt + eps
+                denom = xp.sqrt(v) / bias_correction2_sqrt + eps
                 p.data -= step_size * m / denom
 
 

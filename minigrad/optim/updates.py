@@ -16,9 +16,17 @@ memory.  The functions below compute the same numbers without it:
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import backend
 
 BLOCK = 1 << 15          # elements per block of the CPU path
+FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))   # dtypes of the GPU kernels
+
+
+def fused_on_gpu(p, g) -> bool:
+    """True when the fused kernels apply: CuPy arrays, float32 or float64, one dtype."""
+    return backend.is_cupy_array(p) and p.dtype in FUSED_DTYPES and g.dtype == p.dtype
 
 
 def sub_scaled_(p, lr: float, g) -> None:
@@ -29,9 +37,12 @@ def sub_scaled_(p, lr: float, g) -> None:
         lr: a Python float.
         g: an array of p's shape and dtype, on p's device.
     """
-    if backend.is_cupy_array(p):
+    if fused_on_gpu(p, g):
         kernel = backend.elementwise_kernel("sgd_update", "T g, T lr", "T p", "p -= lr * g")
         kernel(g, lr, p)
+        return
+    if backend.is_cupy_array(p):                        # float16 on the GPU
+        p -= lr * g
         return
     if p.size <= BLOCK or not (p.flags.c_contiguous and g.flags.c_contiguous):
         p -= lr * g
@@ -52,7 +63,7 @@ def adam_update_gpu(p, m, v, g, beta1: float, beta2: float, step_size: float,
 
     the same lines as the NumPy path of :meth:`minigrad.optim.Adam.step`
     (which gives the formula's source), as one kernel instead of about ten
-    launches and six temporaries.
+    launches and six temporaries.  For float32 and float64 (``FUSED_DTYPES``).
     """
     kernel = backend.elementwise_kernel(
         "adam_update",
