@@ -77,6 +77,38 @@ def interleaved_median(contenders: dict, repeats: int, warmup: int = 1,
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def interleaved_medians_both_clocks(contenders: dict, repeats: int, warmup: int = 1) -> dict:
+    """As :func:`interleaved_median`, reading the CPU time *and* the wall clock
+    around every call.
+
+    Returns:
+        ``{name: {"cpu": median CPU seconds, "wall": median wall seconds,
+        "cpu_spread": (q1, q3) of the CPU seconds, "wall_spread": (q1, q3)}}``:
+        the quartiles show the noise of the machine.
+    """
+    for fn in contenders.values():
+        for _ in range(warmup):
+            fn()
+    cpu = {name: [] for name in contenders}
+    wall = {name: [] for name in contenders}
+    for _ in range(repeats):
+        for name, fn in contenders.items():
+            gc.collect()
+            c0, w0 = time.process_time(), time.perf_counter()
+            fn()
+            w1, c1 = time.perf_counter(), time.process_time()
+            cpu[name].append(c1 - c0)
+            wall[name].append(w1 - w0)
+
+    def quartiles(t):
+        q = statistics.quantiles(t, n=4) if len(t) > 1 else [t[0]] * 3
+        return (q[0], q[2])
+
+    return {name: {"cpu": statistics.median(cpu[name]), "wall": statistics.median(wall[name]),
+                   "cpu_spread": quartiles(cpu[name]), "wall_spread": quartiles(wall[name])}
+            for name in contenders}
+
+
 def peak_bytes(fn, repeats: int = 1) -> int:
     """The bytes ``fn()`` allocates at its peak (tracemalloc), the median of ``repeats``.
 

@@ -191,19 +191,20 @@ class Function:
         if backend._cupy is not None and len(tensors) > 1:
             check_same_device(type(self).__name__, tensors)
 
-        record = False
+        record, needs = False, ()
         if is_grad_enabled():
-            for t in tensors:
-                if t._requires_grad:
-                    record = True
-                    break
-        self.needs_input_grad = tuple([t._requires_grad for t in tensors]) if record else ()
+            needs = tuple([t._requires_grad for t in tensors])
+            record = True in needs
+        self.needs_input_grad = needs if record else ()
         outputs = self.forward(*[t._data for t in tensors])
-        single = not isinstance(outputs, tuple)
-        if single:
-            results = (Tensor(outputs, requires_grad=record),)
-        else:
-            results = tuple(Tensor(out, requires_grad=record) for out in outputs)
+        if not isinstance(outputs, tuple):          # one output: the common case
+            out = Tensor(outputs, requires_grad=record)
+            if record:
+                self.inputs, self.num_outputs, self._released = tensors, 1, False
+                self._recorded_at = _inplace_counter
+                out._creator = self
+            return out
+        results = tuple(Tensor(out, requires_grad=record) for out in outputs)
         if record:
             self.inputs = tensors
             self._recorded_at = _inplace_counter
@@ -211,7 +212,7 @@ class Function:
             self._released = False
             for index, out in enumerate(results):
                 out._creator, out._output_index = self, index
-        return results[0] if single else results
+        return results
 
     def forward(self, *arrays):  # pragma: no cover - abstract
         raise NotImplementedError(f"{type(self).__name__}.forward is not implemented")
@@ -250,31 +251,62 @@ def check_same_device(name, tensors):
 # ----------------------------------------------------------------------------
 
 def _topological_order(root_fn):
-    """Functions reachable from ``root_fn``, each after every Function that uses it.
+    """Functions reachable from ``root_fn``, each after every Function that uses
+    it, and how many times each leaf that requires grad is an input.
 
     Iterative depth-first search with an explicit stack: O(nodes + edges), no
-    recursion limit.
+    recursion limit.  Each Function's inputs are walked exactly once, so the
+    counts are the number of (Function, input slot) pairs that will send the
+    leaf a gradient: when they reach zero during backward, the leaf's gradient
+    is final.
+
+    Returns:
+        ``(order, uses)``: the list of Functions, and ``{id(leaf): [uses, None]}``
+        (the None is the slot where backward sums the leaf's gradient).
+
+    Raises:
+        RuntimeError: a Function on the way was released by an earlier
+            backward (checked here, before any ``.grad`` is touched).
     """
     order = []
-    visited = {id(root_fn)}
+    uses = {}
+    visited = {root_fn}             # Functions hash by identity
     stack = [(root_fn, iter(root_fn.inputs))]
     while stack:
         fn, it = stack[-1]
         for x in it:
             parent = x._creator
-            if parent is not None and id(parent) not in visited:
-                visited.add(id(parent))
+            if parent is None:
+                if x._requires_grad:
+                    entry = uses.get(id(x))
+                    if entry is None:
+                        uses[id(x)] = [1, None]
+                    else:
+                        entry[0] += 1
+            elif parent not in visited:
+                if parent._released:
+                    raise RuntimeError(f"backward: the graph through "
+                                       f"{type(parent).__name__} was already freed by an "
+                                       "earlier backward (retain_graph=False)")
+                visited.add(parent)
                 stack.append((parent, iter(parent.inputs)))
                 break
         else:
             stack.pop()
             order.append(fn)        # post-order: inputs' creators come first
     order.reverse()                  # now every Function precedes its inputs' creators
-    return order
+    return order, uses
 
 
 def backward(tensor, grad=None, retain_graph: bool = False) -> None:
     """Compute d(tensor)/d(leaf) for every leaf that requires grad and add it to ``leaf.grad``.
+
+    Each leaf's gradient is added into ``leaf.grad`` as soon as it is final,
+    that is when the last Function that uses the leaf has run (PyTorch's
+    AccumulateGrad does the same), so at any moment at most the gradients of
+    the leaves still in use are held beside ``.grad``: accumulating over
+    micro-batches costs one parameter's gradient on top of ``.grad``, not a
+    second copy of every gradient.
 
     Args:
         tensor: the output Tensor; must require grad.
@@ -291,7 +323,7 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
             does not match.
     """
     Tensor = _Tensor
-    if not tensor.requires_grad:
+    if not tensor._requires_grad:
         raise RuntimeError("backward: this tensor does not require grad and has no "
                            "graph (was it computed under no_grad(), or from inputs "
                            "with requires_grad=False?)")
@@ -301,7 +333,8 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
             raise ValueError(f"backward: grad can be implicitly created only for a tensor "
                              f"with one element, got shape {tensor.shape}; pass "
                              f"grad= of that shape")
-        grad_array = xp.ones_like(tensor.data)
+        # ones_like for one element, without NumPy's Python-level wrapper
+        grad_array = xp.array(1, dtype=tensor._data.dtype).reshape(tensor._data.shape)
     else:
         grad_array = grad.data if isinstance(grad, Tensor) else xp.asarray(grad)
         if grad_array.shape != tensor.shape:
@@ -318,31 +351,19 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
                            "time; its saved arrays were freed by the first backward. "
                            "Pass retain_graph=True to the first call if you need to.")
 
-    grads = {id(root): [None] * root.num_outputs}
-    grads[id(root)][tensor._output_index] = grad_array
-    leaf_grads = {}     # id(leaf) -> [leaf, summed gradient]
-    for fn in _topological_order(root):
-        if id(fn) not in grads:
-            continue                      # no gradient flows into this Function
-        if fn._released:
-            raise RuntimeError(f"backward: the graph through {type(fn).__name__} was "
-                               "already freed by an earlier backward (retain_graph=False)")
-        if fn._recorded_at < _inplace_counter:
-            _check_versions(fn)
-        _send_gradients(fn, fn.backward(*grads.pop(id(fn))), grads, leaf_grads)
-        if not retain_graph:
-            fn.release()
-    # Hand each leaf its gradient.  A fresh array that nothing else holds
-    # becomes leaf.grad as it is, which saves a full copy of every weight
-    # gradient (PyTorch's AccumulateGrad makes the same reference-count test).
-    # Popping the entries one at a time drops the driver's other references.
-    # A view (base is not None) shares memory with its base, and an array with
-    # more references is still held elsewhere (another leaf, the caller's
-    # grad, a retained graph): those are copied.
-    while leaf_grads:
-        leaf, g = leaf_grads.popitem()[1]
-        unshared = g.base is None and sys.getrefcount(g) == _UNSHARED_REFCOUNT
-        _accumulate_leaf(leaf, g, owned=unshared)
+    order, leaves = _topological_order(root)
+    grads = {root: [None] * root.num_outputs}     # Function -> its outputs' gradients
+    grads[root][tensor._output_index] = grad_array
+    for fn in order:
+        if fn in grads:
+            if fn._recorded_at < _inplace_counter:   # something changed in place since
+                _check_versions(fn)
+            # grads.pop inline: no local name keeps the upstream gradients alive.
+            _send_gradients(fn, grads.pop(fn), grads, leaves)
+            if not retain_graph:
+                fn.release()
+        else:                             # no gradient flows into this Function,
+            _count_down_leaves(fn, leaves)    # but its leaves' uses are over
 
 
 # The in-place counter.  An in-place operation that overwrites an array
@@ -437,39 +458,76 @@ def _check_versions(fn) -> None:
                            "change the tensor in place only after backward")
 
 
-def _send_gradients(fn, in_grads, grads, leaf_grads) -> None:
-    """Add the gradients ``fn.backward`` returned to its inputs' pending sums.
+def _send_gradients(fn, grad_outputs, grads, leaves) -> None:
+    """Run ``fn.backward`` and hand each input its gradient.
 
-    A leaf's sum goes to ``leaf_grads[id(leaf)]``; an interior tensor's to the
-    slot of its output index in ``grads[id(its creator)]``.  (A function of
-    its own, so that no local name of the driver keeps a gradient alive.)
+    An interior input's gradient is added to the slot of its output index in
+    ``grads[its creator]``.  A leaf's is added to its sum in
+    ``leaves[id(leaf)]``; when this was the leaf's last use, the entry leaves
+    the dict and the sum goes into ``leaf.grad`` at once (:func:`_finish_leaf`).
+    The gradients are taken out of the list one by one, so that a fresh array
+    is held by one name only when it reaches the leaf and can become
+    ``leaf.grad`` without a copy.
     """
-    if not isinstance(in_grads, tuple):
-        in_grads = (in_grads,)
-    if len(in_grads) != len(fn.inputs):
+    in_grads = fn.backward(*grad_outputs)
+    grad_outputs.clear()             # the upstream gradients are freed here, not later
+    in_grads = list(in_grads) if isinstance(in_grads, tuple) else [in_grads]
+    inputs = fn.inputs
+    if len(in_grads) != len(inputs):
         raise RuntimeError(f"{type(fn).__name__}.backward returned {len(in_grads)} "
-                           f"gradients for {len(fn.inputs)} inputs")
-    for x, g in zip(fn.inputs, in_grads):
-        if g is None or not x._requires_grad:
+                           f"gradients for {len(inputs)} inputs")
+    for i, x in enumerate(inputs):
+        g, in_grads[i] = in_grads[i], None
+        if not x._requires_grad:
             continue
-        if g.shape != x._data.shape:
-            raise RuntimeError(f"{type(fn).__name__}.backward returned a gradient of "
-                               f"shape {tuple(g.shape)} for an input of shape {x.shape}")
-        if g.dtype != x._data.dtype:
-            g = g.astype(x._data.dtype)
+        if g is not None:
+            data = x._data
+            if g.shape != data.shape:
+                raise RuntimeError(f"{type(fn).__name__}.backward returned a gradient of "
+                                   f"shape {tuple(g.shape)} for an input of shape {x.shape}")
+            if g.dtype != data.dtype:
+                g = g.astype(data.dtype)
         parent = x._creator
         if parent is None:
-            entry = leaf_grads.get(id(x))
-            if entry is None:
-                leaf_grads[id(x)] = [x, g]
-            else:
-                entry[1] = entry[1] + g
-        else:
-            slots = grads.get(id(parent))
+            entry = leaves[id(x)]            # [uses left, gradient summed so far]
+            if g is not None:
+                entry[1] = g if entry[1] is None else entry[1] + g
+                g = None
+            entry[0] -= 1
+            if entry[0] == 0:
+                _finish_leaf(x, leaves.pop(id(x)))
+        elif g is not None:
+            slots = grads.get(parent)
             if slots is None:
-                slots = grads[id(parent)] = [None] * parent.num_outputs
+                slots = grads[parent] = [None] * parent.num_outputs
             k = x._output_index
             slots[k] = g if slots[k] is None else slots[k] + g
+
+
+def _count_down_leaves(fn, leaves) -> None:
+    """A Function that receives no gradient sends none: its leaf inputs' uses end."""
+    for x in fn.inputs:
+        if x._creator is None and x._requires_grad:
+            entry = leaves[id(x)]
+            entry[0] -= 1
+            if entry[0] == 0:
+                _finish_leaf(x, leaves.pop(id(x)))
+
+
+def _finish_leaf(leaf, entry) -> None:
+    """The leaf's last use has run: add its summed gradient into ``leaf.grad``.
+
+    A fresh array that nothing else holds becomes ``leaf.grad`` as it is,
+    which saves a full copy of every weight gradient (PyTorch's AccumulateGrad
+    makes the same reference-count test).  A view (base is not None) shares
+    memory with its base, and an array with more references is still held
+    elsewhere (another leaf, the caller's grad, a retained graph): those are
+    copied.
+    """
+    g, entry[1] = entry[1], None         # now g is held by this name only
+    if g is not None:
+        unshared = g.base is None and sys.getrefcount(g) == _UNSHARED_REFCOUNT
+        _accumulate_leaf(leaf, g, owned=unshared)
 
 
 def _calibrate_refcount() -> int:

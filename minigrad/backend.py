@@ -7,6 +7,15 @@ lazily, the first time a GPU is asked for, and nothing else in minigrad imports 
 
 Device names are the strings ``"cpu"`` and ``"cuda"`` (``"cuda:0"`` is accepted
 and means ``"cuda"``; minigrad uses one GPU).
+
+Subnormal numbers.  A float32 value below ``numpy.finfo(float32).tiny``
+(≈ 1.18e-38) in magnitude is *subnormal*.  NumPy computes and keeps
+subnormals; CUDA kernels may flush them to zero (sigmoid(-100) in float32:
+3.78e-44 on the CPU, 0 on an H200).  minigrad promises the same result on
+every device up to an absolute error of ``tiny`` at such values, not the
+subnormal digits themselves; float64 (tiny ≈ 2.2e-308) is not flushed.
+Where a result must not be flushed, compute it in float64 (or in log space:
+``log_softmax`` instead of ``log(softmax)``).
 """
 from __future__ import annotations
 
@@ -132,6 +141,33 @@ def scatter_add(target, indices, values) -> None:
         cupyx.scatter_add(target, indices, values)
     else:
         np.add.at(target, indices, values)
+
+
+_kernels = {}   # name -> compiled cupy.ElementwiseKernel, made on first use
+
+
+def elementwise_kernel(name: str, in_params: str, out_params: str, operation: str):
+    """A ``cupy.ElementwiseKernel``, built once per name and cached.
+
+    One kernel runs a whole chain of elementwise operations in one pass over
+    memory, with no temporary array between the steps (``p -= lr * g`` in
+    CuPy otherwise launches two kernels and allocates ``lr * g``).  The
+    arguments are CuPy's: typed parameter lists such as ``"T g, T lr"``
+    (``T`` takes the dtype of the arrays passed; a Python number passed for a
+    ``T`` scalar is cast to it) and ``"T p"``, and the CUDA C body run for
+    every element.  An output passed in as an existing array is updated in
+    place, and its old value can be read in the body (``p -= lr * g``).
+
+    Only the GPU paths call this; it imports nothing on the CPU.
+
+    Raises RuntimeError when no GPU is usable.
+    """
+    kernel = _kernels.get(name)
+    if kernel is None:
+        cp = array_module("cuda")
+        kernel = _kernels[name] = cp.ElementwiseKernel(in_params, out_params, operation,
+                                                       f"minigrad_{name}")
+    return kernel
 
 
 def synchronize(device: str = "cuda") -> None:

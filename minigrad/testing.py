@@ -6,11 +6,35 @@ return one Python float over all of them.
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from . import backend
+from .tensor import Tensor
 
-__all__ = ["max_abs_diff", "max_rel_diff"]
+__all__ = ["max_abs_diff", "max_rel_diff", "to_numpy"]
+
+
+def to_numpy(x) -> np.ndarray:
+    """The values of ``x`` as a NumPy array: a Tensor's ``.data``, a NumPy or CuPy
+    array (copied from the GPU), a NumPy scalar, a Python number or a nested list.
+
+    Each kind is recognized explicitly, never by reading a ``.data`` attribute
+    that happens to exist: on a NumPy array ``.data`` is a memoryview of its
+    buffer and on a CuPy array a device pointer, neither of which is the values.
+
+    Raises:
+        TypeError: anything else (the message names the type).
+    """
+    if isinstance(x, Tensor):
+        x = x.data
+    if isinstance(x, np.ndarray) or backend.is_cupy_array(x):
+        return backend.asnumpy(x)
+    if isinstance(x, (np.generic, numbers.Number, list, tuple)):
+        return np.asarray(x)
+    raise TypeError(f"expected a Tensor, a NumPy or CuPy array, a number or a list, got "
+                    f"{type(x).__name__}")
 
 
 def _as_numpy_pairs(a_list, b_list, name):
@@ -20,8 +44,8 @@ def _as_numpy_pairs(a_list, b_list, name):
                          f"{len(b_list)}")
     pairs = []
     for i, (a, b) in enumerate(zip(a_list, b_list)):
-        a = backend.asnumpy(getattr(a, "data", a)).astype(np.float64)
-        b = backend.asnumpy(getattr(b, "data", b)).astype(np.float64)
+        a = to_numpy(a).astype(np.float64)
+        b = to_numpy(b).astype(np.float64)
         if a.shape != b.shape:
             raise ValueError(f"{name}: item {i} has shapes {a.shape} and {b.shape}; "
                              "they must match")

@@ -56,7 +56,7 @@ import minigrad
 import minigrad.nn
 import minigrad.optim
 from minigrad import backend
-from minigrad.testing import max_abs_diff, max_rel_diff
+from minigrad.testing import max_abs_diff, max_rel_diff, to_numpy
 
 EQUAL = "equal"
 DIFFERS = "differs"
@@ -234,8 +234,8 @@ def to_tensor(array, *, device: str, dtype=None):
 
 
 def snapshot(tensors) -> list[np.ndarray]:
-    """NumPy copies of the ``.data`` of tensors (parameters or buffers)."""
-    return [backend.asnumpy(t.data).copy() for t in tensors]
+    """NumPy copies of the values of tensors (parameters or buffers) or arrays."""
+    return [to_numpy(t).copy() for t in tensors]
 
 
 def snapshot_grads(parameters) -> list[np.ndarray]:

@@ -32,9 +32,12 @@ class LinearFunction(Function):
     def backward(self, g):
         x, weight = self.x, self.weight
         need = self.needs_input_grad
-        g2 = g.reshape(-1, g.shape[-1])
+        if g.ndim != 2:                       # (*, out): every leading index is a row
+            g2, x = g.reshape(-1, g.shape[-1]), x.reshape(-1, x.shape[-1])
+        else:
+            g2 = g
         gx = (g @ weight) if need[0] else None
-        gw = (g2.T @ x.reshape(-1, x.shape[-1])) if need[1] else None
+        gw = (g2.T @ x) if need[1] else None
         if len(need) == 3:
             gb = g2.sum(axis=0) if need[2] else None
             return gx, gw, gb

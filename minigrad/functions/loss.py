@@ -10,6 +10,7 @@ import numbers
 
 import numpy as np
 
+from .. import backend
 from ..autograd import Function, unbroadcast
 from ..backend import get_array_module
 from .elementwise import blocked_to_zero, stable_sigmoid
@@ -64,14 +65,27 @@ def _classes_last(logits, target, name):
 
 
 def _check_targets(target, num_classes, ignore_index, name):
-    """Raise ValueError naming the first target outside [0, C) that is not ignored."""
+    """Raise ValueError naming the first target outside [0, C) that is not ignored.
+
+    Returns True when every target lies in [0, C) (the common case: on the CPU
+    two reductions, on the GPU one reduction and one wait for the device),
+    False when some equal ``ignore_index`` outside that range.
+    """
+    if target.size == 0:
+        return True
     xp = get_array_module(target)
+    if xp is np:
+        if 0 <= target.min() and target.max() < num_classes:
+            return True
+    elif not bool(((target < 0) | (target >= num_classes)).any()):
+        return True
     bad = ((target < 0) | (target >= num_classes)) & (target != ignore_index)
     if bool(bad.any()):
         value = int(target[xp.argmax(bad)])
         raise ValueError(f"{name}: target {value} is out of bounds: class indices must "
                          f"lie in [0, {num_classes}) with C={num_classes} (or equal "
                          f"ignore_index={ignore_index})")
+    return False
 
 
 def restore_layout(grad, shape):
@@ -122,10 +136,16 @@ class CrossEntropy(Function):
         xp = get_array_module(logits)
         z, t = _classes_last(logits, target, "cross_entropy")
         num_classes = z.shape[1]
-        _check_targets(t, num_classes, self.ignore_index, "cross_entropy")
-        keep = t != self.ignore_index
-        safe_t = xp.where(keep, t, 0)
+        all_valid = _check_targets(t, num_classes, self.ignore_index, "cross_entropy")
         w = _check_class_weight(self.weight, num_classes, logits, "cross_entropy")
+        if (all_valid and t.size and self.reduction != "none"
+                and not 0 <= self.ignore_index < num_classes):    # no position is ignored
+            keep, safe_t = None, t
+            count = xp.asarray(t.size) if w is None else w[t].sum()
+        else:
+            keep = t != self.ignore_index
+            safe_t = xp.where(keep, t, 0)
+            count = _kept_total(keep, safe_t, w)
         logp = log_softmax_array(z, axis=1)
         rows = xp.arange(z.shape[0])
         loss = -logp[rows, safe_t]
@@ -135,38 +155,70 @@ class CrossEntropy(Function):
         if eps > 0:
             smooth = logp.sum(axis=1) if w is None else logp @ w
             loss = (1.0 - eps) * loss - (eps / num_classes) * smooth
-        loss = xp.where(keep, loss, 0.0).astype(logits.dtype, copy=False)
-        self.logp, self.safe_t, self.keep, self.w = logp, safe_t, keep, w
+        if keep is not None:
+            loss = xp.where(keep, loss, 0.0)
+        loss = loss.astype(logits.dtype, copy=False)
+        self.logp, self.safe_t, self.keep, self.count, self.w = logp, safe_t, keep, count, w
+        self.rows = rows
         self.logits_shape = logits.shape
-        self.count = _kept_total(keep, safe_t, w)
-        self.all_kept = bool(keep.size) and bool(keep.all())   # empty: the guarded path
+        # Nothing ignored: backward scales every row by one number.
+        self.all_kept = keep is None
         return _reduce_kept(loss, self.reduction, self.count, target.shape, logits.dtype)
 
     def backward(self, g):
         xp = get_array_module(g)
         eps = self.label_smoothing
-        grad = xp.exp(self.logp)                          # softmax, (M, C)
-        num_classes = grad.shape[1]
-        rows = xp.arange(grad.shape[0])
-        w = self.w
-        if w is None:
-            if eps > 0:
-                grad -= eps / num_classes
-            grad[rows, self.safe_t] -= 1.0 - eps
+        if self.all_kept:                 # the same weight for every row ("mean"/"sum")
+            weight = g / self.count if self.reduction == "mean" else g
+            weight = weight.astype(self.logp.dtype, copy=False)
         else:
-            # (1-ε)·w_y·(p - onehot(y)) + (ε/C)·(Σ_c w_c · p - w)
-            w_y = w[self.safe_t]
-            coef = (1.0 - eps) * w_y + (eps / num_classes) * w.sum()
-            smooth = grad * coef[:, None]
-            if eps > 0:
-                smooth -= (eps / num_classes) * w
-            smooth[rows, self.safe_t] -= (1.0 - eps) * w_y
-            grad = smooth
-        weight = _kept_weights(g, self.reduction, self.keep, self.count, self.all_kept)
-        grad *= weight.reshape(-1, 1).astype(grad.dtype, copy=False)
+            weight = _kept_weights(g, self.reduction, self.keep, self.count)
+            weight = weight.reshape(-1, 1).astype(self.logp.dtype, copy=False)
+        w = self.w
+        if xp is not np and w is None and self.logp.dtype in _FUSED_DTYPES:
+            grad = _cross_entropy_grad_gpu(self.logp, self.safe_t, weight, eps)   # one kernel
+        else:
+            grad = xp.exp(self.logp)                          # softmax, (M, C)
+            num_classes = grad.shape[1]
+            if w is None:
+                if eps > 0:
+                    grad -= eps / num_classes
+                grad[self.rows, self.safe_t] -= 1.0 - eps
+            else:
+                # (1-ε)·w_y·(p - onehot(y)) + (ε/C)·(Σ_c w_c · p - w)
+                w_y = w[self.safe_t]
+                coef = (1.0 - eps) * w_y + (eps / num_classes) * w.sum()
+                grad *= coef[:, None]
+                if eps > 0:
+                    grad -= (eps / num_classes) * w
+                grad[self.rows, self.safe_t] -= (1.0 - eps) * w_y
+            grad *= weight
         if not self.all_kept:     # ignored rows are 0 even where softmax is not finite
             grad = blocked_to_zero(grad, lambda: self.keep.reshape(-1, 1))
         return restore_layout(grad, self.logits_shape), None
+
+
+_FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))   # dtypes of the GPU kernel
+
+
+def _cross_entropy_grad_gpu(logp, target, weight, eps):
+    """(softmax - (1 - ε)·onehot(target) - ε/C) · weight for CuPy arrays, in one kernel.
+
+    ``logp`` (M, C) C-contiguous log-probabilities, ``target`` (M,) class
+    indices, ``weight`` () or (M, 1) (broadcast over the classes).  The same
+    element-by-element arithmetic as the NumPy lines of
+    :meth:`CrossEntropy.backward`, without the softmax temporary, the index
+    array and the scatter that those take on the GPU.
+    """
+    num_classes = logp.shape[1]
+    kernel = backend.elementwise_kernel(
+        "cross_entropy_backward",
+        "T logp, raw I target, T weight, int64 num_classes, T eps_over_c, T hit",
+        "T grad",
+        "const ptrdiff_t row = i / num_classes;"
+        "const ptrdiff_t col = i - row * num_classes;"
+        "grad = (exp(logp) - eps_over_c - (col == target[row] ? hit : (T)0)) * weight;")
+    return kernel(logp, target, weight, num_classes, eps / num_classes, 1.0 - eps)
 
 
 class NLLLoss(Function):
@@ -245,6 +297,8 @@ def _reduce_kept(loss, reduction, count, target_shape, dtype):
         return loss.reshape(target_shape)
     if reduction == "sum":
         return loss.sum()
+    if get_array_module(loss) is not np or count:    # no 0/0 warning to silence
+        return (loss.sum() / count).astype(dtype)
     with np.errstate(invalid="ignore", divide="ignore"):
         return (loss.sum() / count).astype(dtype)
 

@@ -50,7 +50,12 @@ def tanh(x: Tensor) -> Tensor:
 
 
 def sigmoid(x: Tensor) -> Tensor:
-    """1 / (1 + exp(-x)), computed without overflow."""
+    """1 / (1 + exp(-x)), computed without overflow; same shape and dtype as x.
+
+    Results below float32's smallest normal number (x < -87 or so) may be 0 on
+    the GPU where the CPU gives a subnormal: the absolute error is at most
+    ``numpy.finfo(float32).tiny`` (≈ 1.18e-38) on every device
+    (:class:`minigrad.functions.elementwise.Sigmoid`)."""
     return E.Sigmoid()(_tensor(x, "sigmoid"))
 
 
@@ -206,7 +211,8 @@ def cross_entropy(logits: Tensor, target, ignore_index: int = -100,
         RuntimeError: a weight that requires grad or lives on another device.
     """
     _tensor(logits, "cross_entropy")
-    target = _index_array(target, logits.device)
+    if not (isinstance(target, Tensor) and target.device == logits.device):
+        target = Tensor(_index_array(target, logits.device))
     w = _class_weight(weight, logits, "cross_entropy")
     return CrossEntropy(ignore_index, reduction, label_smoothing, w)(logits, target)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 from .. import backend
+from . import updates
 from .optimizer import Optimizer, check_number
 
 
@@ -77,13 +78,17 @@ class Adam(Optimizer):
                     else:
                         g = g + weight_decay * p.data       # Adam: L2 in the gradient
                 m, v = state["exp_avg"], state["exp_avg_sq"]
+                bias_correction1 = 1 - beta1 ** t
+                bias_correction2_sqrt = math.sqrt(1 - beta2 ** t)
+                step_size = lr / bias_correction1
+                if updates.fused_on_gpu(p.data, g):         # the lines below, one GPU kernel
+                    updates.adam_update_gpu(p.data, m, v, g, beta1, beta2, step_size,
+                                            bias_correction2_sqrt, eps)
+                    continue
                 m += (1 - beta1) * (g - m)                  # = beta1*m + (1-beta1)*g
                 v *= beta2
                 v += (1 - beta2) * (g * g)
-                bias_correction1 = 1 - beta1 ** t
-                bias_correction2_sqrt = math.sqrt(1 - beta2 ** t)
                 denom = xp.sqrt(v) / bias_correction2_sqrt + eps
-                step_size = lr / bias_correction1
                 p.data -= step_size * m / denom
 
 

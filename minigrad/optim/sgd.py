@@ -1,6 +1,7 @@
 """Stochastic gradient descent with momentum, Nesterov momentum and weight decay."""
 from __future__ import annotations
 
+from . import updates
 from .optimizer import Optimizer, _required, check_number
 
 
@@ -81,4 +82,4 @@ class SGD(Optimizer):
                         buf += (1 - dampening) * g
                     state["momentum_buffer"] = buf
                     g = g + momentum * buf if group["nesterov"] else buf
-                p.data -= lr * g
+                updates.sub_scaled_(p.data, lr, g)     # p -= lr * g, no temporary
