@@ -234,6 +234,7 @@ def _topological_order(root_fn):
     Iterative depth-first search with an explicit stack: O(nodes + edges), no
     recursion limit.
     """
+    # BEGIN SOLUTION ch01.8
     order = []
     visited = {id(root_fn)}
     stack = [(root_fn, iter(root_fn.inputs))]
@@ -250,6 +251,7 @@ def _topological_order(root_fn):
             order.append(fn)        # post-order: inputs' creators come first
     order.reverse()                  # now every Function precedes its inputs' creators
     return order
+    # END SOLUTION
 
 
 def backward(tensor, grad=None, retain_graph: bool = False) -> None:
@@ -370,10 +372,12 @@ _UNSHARED_REFCOUNT = _calibrate_refcount()
 def _accumulate_leaf(leaf, g, owned: bool) -> None:
     """Add ``g`` into ``leaf.grad``; on first use keep ``g`` itself when ``owned``,
     else a copy (``g`` may be shared)."""
+    # BEGIN SOLUTION ch04.1
     if leaf.grad is None:
         leaf.grad = _Tensor(g if owned else g.copy())
     else:
         leaf.grad.data += g
+    # END SOLUTION
 
 
 def unbroadcast(grad, shape):
@@ -384,6 +388,7 @@ def unbroadcast(grad, shape):
     """
     if grad.shape == shape:
         return grad
+    # BEGIN SOLUTION ch01.7
     ndim_extra = grad.ndim - len(shape)
     leading = tuple(range(ndim_extra))
     stretched = tuple(ndim_extra + i for i, n in enumerate(shape)
@@ -391,6 +396,7 @@ def unbroadcast(grad, shape):
     # keepdims=True: NumPy returns an array even when every axis is summed
     # (without it, a full sum is a NumPy scalar, not an array).
     return grad.sum(axis=leading + stretched, keepdims=True).reshape(shape)
+    # END SOLUTION
 
 
 def errstate(**kwargs):

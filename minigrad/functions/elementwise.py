@@ -53,9 +53,11 @@ class Add(_Binary):
         return a + b
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.1
         ga = unbroadcast(g, self.a_shape) if self.needs_input_grad[0] else None
         gb = unbroadcast(g, self.b_shape) if self.needs_input_grad[1] else None
         return ga, gb
+        # END SOLUTION
 
 
 class Sub(_Binary):
@@ -78,9 +80,11 @@ class Mul(_Binary):
         return a * b
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.2
         ga = unbroadcast(g * self.b, self.a_shape) if self.needs_input_grad[0] else None
         gb = unbroadcast(g * self.a, self.b_shape) if self.needs_input_grad[1] else None
         return ga, gb
+        # END SOLUTION
 
 
 class Div(_Binary):
@@ -91,11 +95,13 @@ class Div(_Binary):
         return a / b
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.3
         ga = unbroadcast(g / self.b, self.a_shape) if self.needs_input_grad[0] else None
         gb = None
         if self.needs_input_grad[1]:
             gb = unbroadcast(-g * self.a / (self.b * self.b), self.b_shape)
         return ga, gb
+        # END SOLUTION
 
 
 class Pow(_Binary):
@@ -162,7 +168,9 @@ class Exp(Function):
         return self.out
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.4
         return g * self.out
+        # END SOLUTION
 
 
 class Log(Function):
@@ -174,8 +182,10 @@ class Log(Function):
             return get_array_module(a).log(a)
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.5
         with np.errstate(divide="ignore", invalid="ignore"):
             return g / self.a
+        # END SOLUTION
 
 
 class Sqrt(Function):
@@ -207,15 +217,19 @@ class Tanh(Function):
         return self.out
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.6
         return g * (1 - self.out * self.out)
+        # END SOLUTION
 
 
 def stable_sigmoid(a):
     """1 / (1 + exp(-a)) without overflow: exp is only taken of -|a|."""
+    # BEGIN SOLUTION ch02.2
     xp = get_array_module(a)
     with np.errstate(under="ignore"):      # exp(-1000) = 0 is the right limit
         e = xp.exp(-xp.abs(a))
         return xp.where(a >= 0, 1 / (1 + e), e / (1 + e))
+    # END SOLUTION
 
 
 class Sigmoid(Function):
@@ -236,7 +250,9 @@ class ReLU(Function):
         return get_array_module(a).maximum(a, 0)     # nan stays nan; -inf gives 0
 
     def backward(self, g):
+        # BEGIN SOLUTION ch02.1
         return g * self.mask
+        # END SOLUTION
 
 
 class Maximum(_Binary):

@@ -31,9 +31,11 @@ def normalized_grad(dxhat, xhat, inv_std, axes):
     ``axes`` are the axes that μ and σ reduce over; ``inv_std`` = 1/σ is
     broadcastable against ``xhat`` (keepdims shape).
     """
+    # BEGIN SOLUTION ch02.10
     mean_d = dxhat.mean(axis=axes, keepdims=True)
     mean_dx = (dxhat * xhat).mean(axis=axes, keepdims=True)
     return inv_std * (dxhat - mean_d - xhat * mean_dx)
+    # END SOLUTION
 
 
 def moments(x, axes):

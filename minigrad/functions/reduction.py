@@ -54,8 +54,10 @@ class Sum(Function):
         return get_array_module(a).sum(a, axis=self.axes, keepdims=self.keepdims)
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.9
         g = _expand(g, self.in_shape, self.axes, self.keepdims)
         return get_array_module(g).broadcast_to(g, self.in_shape)
+        # END SOLUTION
 
 
 class Mean(Function):
@@ -71,8 +73,10 @@ class Mean(Function):
         return get_array_module(a).mean(a, axis=self.axes, keepdims=self.keepdims)
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.10
         g = _expand(g, self.in_shape, self.axes, self.keepdims) / self.count
         return get_array_module(g).broadcast_to(g, self.in_shape)
+        # END SOLUTION
 
 
 class Max(Function):
@@ -95,12 +99,14 @@ class Max(Function):
             [n for i, n in enumerate(a.shape) if i not in self.axes])
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.11
         g = _expand(g, self.a.shape, self.axes, self.keepdims)
         xp = get_array_module(g)
         # A nan maximum takes the gradient, as in PyTorch (nan == nan is False).
         mask = (self.a == self.out) | (xp.isnan(self.a) & xp.isnan(self.out))
         count = mask.sum(axis=self.axes, keepdims=True)
         return g * (mask / count).astype(g.dtype, copy=False)
+        # END SOLUTION
 
 
 class Min(Max):

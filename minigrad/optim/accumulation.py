@@ -227,6 +227,7 @@ class GradientAccumulator:
             raise ValueError("GradientAccumulator.backward: this window mixes micro-batches "
                              "with num_items and without; pass num_items for every "
                              "micro-batch or for none")
+        # BEGIN SOLUTION ch04.3
         value = float(loss.item())
         if math.isfinite(value):
             xp = backend.get_array_module(loss.data)
@@ -236,6 +237,7 @@ class GradientAccumulator:
         self._mode = mode
         self._item_total += weight
         self._loss_sum += weight * value
+        # END SOLUTION
         self._awaiting_step = True
 
     @staticmethod
@@ -272,11 +274,13 @@ class GradientAccumulator:
         if not self._awaiting_step:
             raise RuntimeError("GradientAccumulator.step: no backward() since the last "
                                "step(); call backward(loss) once per micro-batch first")
+        # BEGIN SOLUTION ch04.4
         self._awaiting_step = False
         self.micro_step += 1
         if self.micro_step < self.accumulation_steps:
             return False
         return self._update()
+        # END SOLUTION
 
     def flush(self) -> bool:
         """Apply a short final window (end of data), normalized by what it holds.
@@ -291,9 +295,11 @@ class GradientAccumulator:
         if self._awaiting_step:
             raise RuntimeError("GradientAccumulator.flush: the last backward() has no "
                                "step() yet; call step() before flush()")
+        # BEGIN SOLUTION ch05.1
         if self.micro_step == 0:
             return False
         return self._update()
+        # END SOLUTION
 
     # ------------------------------------------------------------------ update
     def _params_with_grad(self):
@@ -302,6 +308,7 @@ class GradientAccumulator:
 
     def _update(self) -> bool:
         """Normalize by the window's total, clip, step optimizer and scheduler once."""
+        # BEGIN SOLUTION ch04.5
         total = self._item_total
         self.window_loss = self._loss_sum / total
         params = self._params_with_grad()
@@ -322,8 +329,10 @@ class GradientAccumulator:
         self.updates += 1
         self._reset_window()
         return True
+        # END SOLUTION
 
     def _skip_window(self) -> None:
+        # BEGIN SOLUTION ch05.3
         warnings.warn(f"GradientAccumulator: non-finite loss or gradient in the window "
                       f"after {self.updates} updates (window loss {self.window_loss}); "
                       "the window is skipped: no optimizer or scheduler step",
@@ -335,6 +344,7 @@ class GradientAccumulator:
         self.optimizer.zero_grad()
         self.skipped_windows += 1
         self._reset_window()
+        # END SOLUTION
 
     # --------------------------------------------------------- save and resume
     def state_dict(self) -> dict:

@@ -71,9 +71,12 @@ class Adam(Optimizer):
                 t = state["step"]
                 if weight_decay != 0:
                     if self.decoupled_weight_decay:
+                        # BEGIN SOLUTION ch03.4
                         p.data *= 1 - lr * weight_decay     # AdamW: shrink the weights
+                        # END SOLUTION
                     else:
                         g = g + weight_decay * p.data       # Adam: L2 in the gradient
+                # BEGIN SOLUTION ch03.3
                 m, v = state["exp_avg"], state["exp_avg_sq"]
                 m += (1 - beta1) * (g - m)                  # = beta1*m + (1-beta1)*g
                 v *= beta2
@@ -83,6 +86,7 @@ class Adam(Optimizer):
                 denom = xp.sqrt(v) / bias_correction2_sqrt + eps
                 step_size = lr / bias_correction1
                 p.data -= step_size * m / denom
+                # END SOLUTION
 
 
 class AdamW(Adam):

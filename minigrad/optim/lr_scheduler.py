@@ -138,7 +138,9 @@ class StepLR(LRScheduler):
         super().__init__(optimizer)
 
     def lr_at(self, base_lr, epoch, group_index):
+        # BEGIN SOLUTION ch03.6
         return base_lr * self.gamma ** (epoch // self.step_size)
+        # END SOLUTION
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -163,8 +165,10 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer)
 
     def lr_at(self, base_lr, epoch, group_index):
+        # BEGIN SOLUTION ch03.7
         cosine = (1 + math.cos(math.pi * epoch / self.T_max)) / 2
         return self.eta_min + (base_lr - self.eta_min) * cosine
+        # END SOLUTION
 
 
 class LinearLR(LRScheduler):
@@ -195,6 +199,8 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer)
 
     def lr_at(self, base_lr, epoch, group_index):
+        # BEGIN SOLUTION ch03.8
         progress = min(epoch, self.total_iters) / self.total_iters
         return base_lr * (self.start_factor + (self.end_factor - self.start_factor) * progress)
+        # END SOLUTION
 
