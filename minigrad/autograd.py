@@ -372,12 +372,12 @@ _UNSHARED_REFCOUNT = _calibrate_refcount()
 def _accumulate_leaf(leaf, g, owned: bool) -> None:
     """Add ``g`` into ``leaf.grad``; on first use keep ``g`` itself when ``owned``,
     else a copy (``g`` may be shared)."""
-    # BEGIN SOLUTION ch04.1
     if leaf.grad is None:
         leaf.grad = _Tensor(g if owned else g.copy())
     else:
+        # BEGIN SOLUTION ch04.1
         leaf.grad.data += g
-    # END SOLUTION
+        # END SOLUTION
 
 
 def unbroadcast(grad, shape):
