@@ -40,6 +40,9 @@ def pytest_addoption(parser):
                     help="end with the table of exercises (default in the student copy)")
     group.addoption("--notebooks", action="store_true",
                     help="collect the notebooks in the student copy too")
+    group.addoption("--course-report", default=None, metavar="PATH",
+                    help="write JSON: every collected test's chapter, exercises and "
+                         "outcome, and the file minigrad was imported from (make selftest)")
 
 
 def _chapter_map():
@@ -74,6 +77,16 @@ def _student_info(root: Path):
 
 
 def pytest_configure(config):
+    import os  # noqa: PLC0415
+    try:
+        from hypothesis import settings  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - hypothesis is in the dev extra
+        settings = None
+    if settings is not None:
+        # make selftest runs every exercise's tests many times: few examples there.
+        settings.register_profile("selftest", max_examples=5, deadline=None)
+        if os.environ.get("MINIGRAD_HYPOTHESIS_PROFILE"):
+            settings.load_profile(os.environ["MINIGRAD_HYPOTHESIS_PROFILE"])
     import minigrad  # noqa: PLC0415
     root = Path(config.rootpath).resolve()
     location = Path(minigrad.__file__).resolve()
@@ -121,6 +134,10 @@ def pytest_collection_modifyitems(session, config, items):
                 raise pytest.UsageError(f"{item.nodeid}: exercise marker {mark.args} names "
                                         "no exercise of tools/exercises.py")
     config.stash[_RESULTS]["unmapped"] = sorted(unmapped)
+    config.stash[_RESULTS]["collected"] = {
+        item.nodeid: {"chapter": chapter_of_nodeid(item.nodeid, paths, tests),
+                      "exercises": [m.args[0] for m in item.iter_markers("exercise")]}
+        for item in items}
     chapter_text, exercise_text = config.getoption("--chapter"), config.getoption("--exercise")
     if not chapter_text and not exercise_text:
         return
@@ -143,6 +160,33 @@ def pytest_collection_modifyitems(session, config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def pytest_runtest_logreport(report):
+    outcomes = _OUTCOMES
+    if report.when == "call" or report.outcome != "passed":
+        previous = outcomes.get(report.nodeid)
+        if previous in (None, "passed"):
+            outcomes[report.nodeid] = report.outcome if report.when == "call" else (
+                "skipped" if report.skipped else "error")
+
+
+_OUTCOMES: dict = {}
+
+
+def pytest_sessionfinish(session, exitstatus):
+    path = session.config.getoption("--course-report")
+    if not path:
+        return
+    import minigrad  # noqa: PLC0415
+    stash = session.config.stash[_RESULTS]
+    collected = stash.get("collected", {})
+    report = {"minigrad": str(Path(minigrad.__file__).resolve().parent),
+              "rootdir": str(Path(session.config.rootpath).resolve()),
+              "exitstatus": int(exitstatus),
+              "tests": {nodeid: dict(info, outcome=_OUTCOMES.get(nodeid, "not run"))
+                        for nodeid, info in collected.items()}}
+    Path(path).write_text(json.dumps(report, indent=0), encoding="utf-8")
 
 
 def _stub_in_failure(report):
