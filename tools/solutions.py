@@ -347,6 +347,22 @@ def check_tree(root: Path, table=None) -> tuple[list[str], list[str]]:
         if ident not in by_id:
             errors.append(f"exercise {ident} ({table[ident]}) has no solution region in "
                           "the library")
+    for path in sorted((root / "notebooks").glob("*.ipynb")):
+        rel = path.relative_to(root).as_posix()
+        try:
+            found = notebook_regions(json.loads(path.read_text(encoding="utf-8")), rel)
+        except (RegionError, ValueError) as e:
+            errors.append(str(e))
+            continue
+        seen = set()
+        for index, marks in found:
+            for ident, *_ in marks:
+                if ident in seen:
+                    errors.append(f"{rel} cell {index}: notebook region {ident} appears twice")
+                seen.add(ident)
+                if not path.name.startswith(ident[2:4]):
+                    errors.append(f"{rel} cell {index}: region {ident} belongs to notebook "
+                                  f"{ident[2:4]}, not to this one")
     chapters = sorted({exercises.chapter_of(i) for i in table})
     for chapter in chapters:
         path = exercises.chapter_file(root, chapter)
