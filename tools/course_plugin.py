@@ -102,7 +102,7 @@ def pytest_configure(config):
                                 f"{chapter} of the course (tests/chapters.py)")
     config.addinivalue_line("markers", "exercise(id): a test of the graded exercise id, "
                             "e.g. exercise('3.2') (tools/exercises.py)")
-    config.stash[_RESULTS] = {}
+    config.stash[_RESULTS] = {"student": _student_info(root) is not None}
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -200,6 +200,12 @@ def _stub_in_failure(report):
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
+    if report.failed and call.excinfo is not None and \
+            call.excinfo.errisinstance(NotImplementedError) and \
+            str(call.excinfo.value).startswith("Exercise ") and \
+            item.config.stash[_RESULTS].get("student"):
+        # In the student copy a stub's traceback says nothing new: one line instead.
+        report.longrepr = f"NotImplementedError: {call.excinfo.value}"
     ids = [m.args[0] for m in item.iter_markers("exercise") if m.args]
     if not ids:
         return
