@@ -159,3 +159,43 @@ def test_full_student_copy_has_no_solution_region_and_imports(tmp_path):
                            capture_output=True, text=True)
     assert probe.returncode == 0, probe.stderr
     assert Path(probe.stdout.strip()).resolve().is_relative_to(dest.resolve())
+
+
+def _tree(tmp_path, source, notebook=None):
+    (tmp_path / "minigrad").mkdir()
+    (tmp_path / "minigrad" / "m.py").write_text(source)
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "chapters" / "01_autograd.md").write_text(
+        '<a id="exercise-1.1"></a>\n### Exercise 1.1 — t\n<a id="exercise-1.9"></a>\n')
+    if notebook is not None:
+        (tmp_path / "notebooks").mkdir()
+        (tmp_path / "notebooks" / "04_x.ipynb").write_text(json.dumps(notebook))
+    return tmp_path
+
+
+def test_tree_check_matches_regions_table_and_anchors(tmp_path):
+    source = "def f():\n    # BEGIN SOLUTION ch01.1\n    return 1\n    # END SOLUTION\n"
+    root = _tree(tmp_path, source)
+    errors, warnings = solutions.check_tree(root, {"1.1": "t", "1.2": "u"})
+    assert any("1.2" in e and "no solution region" in e for e in errors)
+    assert any("exercise-1.9" in e and "no exercise" in e for e in errors)
+    assert any("exercise-1.2" in e and "no anchor" in e for e in errors)
+    assert not any("exercise 1.1 " in e or "exercise-1.1" in e for e in errors)
+
+
+def test_tree_check_of_notebook_regions(tmp_path):
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+            "source": "# BEGIN SOLUTION nb05.1\nx = 1\n# END SOLUTION\n"}
+    root = _tree(tmp_path, "def f():\n    return 1\n",
+                 {"cells": [cell, dict(cell)], "metadata": {}, "nbformat": 4,
+                  "nbformat_minor": 5})
+    errors, _ = solutions.check_tree(root, {})
+    assert any("appears twice" in e for e in errors)
+    assert any("belongs to notebook 05" in e for e in errors)
+
+
+@pytest.mark.skipif(IS_STUDENT_COPY, reason="needs the reference's regions")
+def test_an_existing_destination_is_not_overwritten_without_force(tmp_path):
+    (tmp_path / "student").mkdir()
+    with pytest.raises(SystemExit, match="already exists"):
+        write_student_copy(tmp_path / "student", root=ROOT, git=False)
