@@ -11,7 +11,10 @@ For every exercise E of tools/exercises.py:
     of that);
 (c) the full student copy (every exercise blanked) collects without an error,
     and the tests of chapter 0 (data sets, command-line checks, tooling), which
-    need no exercise, pass in it.
+    need no exercise, pass in it;
+(d) on a copy with every exercise after E blanked (a student who has done the
+    exercises in order, up to E), every test of E passes: no test of E
+    depends on a later exercise.
 
 Every run writes a report (tools/course_plugin.py) naming the folder its
 ``minigrad`` came from; the self-test fails if that is not the tree under test.
@@ -137,6 +140,19 @@ def main(argv=None) -> int:
                 shutil.rmtree(tree, ignore_errors=True)
             return ident, outcomes, report["seconds"]
 
+        order = sorted(exercises.EXERCISES, key=exercises.sort_key)
+
+        def in_order(ident):
+            later = order[order.index(ident) + 1:]
+            if not later:
+                return ident, {}, 0.0
+            tree = _copy(work / f"upto-{ident}", only=later)
+            report = run_pytest(tree, by_exercise[ident], f"(d) exercises after {ident} blanked")
+            if not args.keep:
+                shutil.rmtree(tree, ignore_errors=True)
+            return ident, {n: report["tests"].get(n, {}).get("outcome")
+                           for n in by_exercise[ident]}, report["seconds"]
+
         def earlier_chapters(chapter):
             earlier = sorted(n for c, ns in by_chapter.items() if c < chapter for n in ns)
             if not earlier:
@@ -154,6 +170,7 @@ def main(argv=None) -> int:
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             chapter_jobs = [pool.submit(earlier_chapters, c) for c in chapters]
             exercise_jobs = [pool.submit(blank_one, i) for i in selected if by_exercise.get(i)]
+            order_jobs = [pool.submit(in_order, i) for i in selected if by_exercise.get(i)]
             for job in exercise_jobs:
                 ident, outcomes, seconds = job.result()
                 passing = [n for n, o in outcomes.items() if o == "passed"]
@@ -162,6 +179,14 @@ def main(argv=None) -> int:
                              f"exercise {ident}" for n in passing]
                 if all(o == "skipped" for o in outcomes.values()):
                     failures.append(f"(b) every test of {ident} skipped; none can fail")
+            for job in order_jobs:
+                ident, outcomes, _ = job.result()
+                failures += [f"(d) with the exercises after {ident} blanked, {n} does not "
+                             f"pass: a test of {ident} depends on a later exercise"
+                             for n, o in outcomes.items() if o not in ("passed", "skipped")]
+            print(f"selftest: (d) {len(order_jobs)} exercises pass with every later "
+                  "exercise blanked" if not any(f.startswith("(d)") for f in failures)
+                  else "selftest: (d) some exercises need a later one (below)")
             for job in chapter_jobs:
                 chapter, outcomes, seconds, count = job.result()
                 broken = sorted(n for n, o in outcomes.items() if o not in ("passed", "skipped"))
