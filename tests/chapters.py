@@ -29,6 +29,7 @@ PATHS = {
     "tests/optim/test_accumulation.py": 4,
     "tests/optim/test_accumulation_equivalence.py": 4,
     "tests/experiments/": 4,
+    "tests/experiments/test_sampling.py": 8,
     "tests/test_checkpoint.py": 7,
     "tests/test_memory.py": 7,
     "tests/exercises/test_ch01.py": 1,

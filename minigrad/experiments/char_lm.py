@@ -93,7 +93,8 @@ def sample_text(model, tokenizer: CharTokenizer, prompt: str, length: int, *,
         prompt: at least one character of the vocabulary.
         length: number of characters to add, >= 0.
         temperature: > 0; below 1 sharpens the distribution, above 1 flattens it.
-        rng: a ``numpy.random.Generator`` (default: seeded from minigrad's stream).
+        rng: a ``numpy.random.Generator`` (default: minigrad's generator, which
+            ``minigrad.manual_seed`` resets).
         device: where the model lives.
 
     Returns:

@@ -198,3 +198,17 @@ def test_getitem_backward_with_a_slice():
     expected = np.zeros((4, 3))
     expected[1:3] = g
     assert_close(ga, expected, "GetItem(1:3).backward")
+
+
+@pytest.mark.exercise("1.11")
+@pytest.mark.parametrize("axis, keepdims", [(None, False), (0, True)])
+def test_max_backward_over_other_axes(axis, keepdims):
+    a = np.array([[1.0, 7.0], [7.0, 2.0], [3.0, 7.0]])
+    out = a.max(axis=axis, keepdims=keepdims)
+    g = np.full(np.shape(out), 6.0)
+    _, (ga,) = forward_backward(Max(axis, keepdims), [a], g)
+    if axis is None:
+        expected = np.where(a == 7.0, 2.0, 0.0)            # three tied maxima share 6
+    else:
+        expected = np.array([[0.0, 3.0], [6.0, 0.0], [0.0, 3.0]])  # column 1: a tie of two
+    assert_close(ga, expected, f"Max(axis={axis}, keepdims={keepdims}).backward")

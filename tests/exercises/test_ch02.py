@@ -218,3 +218,28 @@ def test_embedding_backward_scatter_adds_rows():
     assert_close(gw, expected, "EmbeddingFunction.backward",
                  [(assigned, "id 0 is used twice: its row must receive the sum of both "
                              "gradients (scatter-add)")])
+
+
+@pytest.mark.exercise("2.5")
+def test_cross_entropy_label_smoothing():
+    eps = 0.1
+    logp = np.log(_softmax(LOGITS))
+    kept = TARGET != -100
+    per = (1 - eps) * -logp[np.arange(4), np.where(kept, TARGET, 0)] - eps / 3 * logp.sum(axis=1)
+    expected = per[kept].mean()
+    got = CrossEntropy(ignore_index=-100, label_smoothing=eps)(minigrad.tensor(LOGITS),
+                                                               minigrad.tensor(TARGET))
+    assert_close(got, expected, "cross_entropy(label_smoothing=0.1)",
+                 [((-logp[np.arange(4), np.where(kept, TARGET, 0)])[kept].mean(),
+                   "label smoothing mixes in ε/C·Σ_c(-log p_c): (1 - ε)·(-log p_y) + "
+                   "(ε/C)·Σ_c(-log p_c)")])
+
+
+@pytest.mark.exercise("2.7")
+def test_linear_backward_without_bias():
+    x, w = rng(11).standard_normal((5, 3)), rng(12).standard_normal((4, 3))
+    g = rng(13).standard_normal((5, 4))
+    _, grads = forward_backward(LinearFunction(), [x, w], g)
+    assert len(grads) == 2, f"without a bias backward returns 2 gradients, got {len(grads)}"
+    assert_close(grads[0], g @ w, "LinearFunction.backward without bias: dx")
+    assert_close(grads[1], g.T @ x, "LinearFunction.backward without bias: dW")
