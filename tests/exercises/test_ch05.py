@@ -101,3 +101,18 @@ def test_make_lm_batch_shifts_and_pads():
         (": the padding of targets must be ignore_index, so the loss skips it"
          if targets[1, 1] == 0 else "")
     assert inputs.dtype == np.int64 and targets.dtype == np.int64
+
+
+@pytest.mark.exercise("5.3")
+def test_a_non_finite_gradient_with_a_finite_loss_is_skipped_too():
+    w = minigrad.tensor(np.array([0.0, 1.0, 2.0]), requires_grad=True)
+    before = w.numpy().copy()
+    acc = GradientAccumulator(SGD([w], lr=0.1), accumulation_steps=1)
+    loss = (w.sqrt() * 0.0).sum()            # finite loss 0, gradient inf at w = 0
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        acc.backward(loss, num_items=1)
+        updated = acc.step()
+    assert updated is False and acc.skipped_windows == 1, \
+        "a window whose gradient holds inf or nan is skipped, even when its loss is finite"
+    assert np.array_equal(w.numpy(), before) and w.grad is None
