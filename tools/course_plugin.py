@@ -105,6 +105,15 @@ def pytest_configure(config):
     config.stash[_RESULTS] = {"student": _student_info(root) is not None}
 
 
+def pytest_sessionstart(session):
+    """In the student copy the progress table is the end of the report: no
+    one-line-per-failure summary after it (errors are still listed)."""
+    if session.config.stash[_RESULTS].get("student"):
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.reportchars = "".join(c for c in reporter.reportchars if c in "E")
+
+
 def pytest_ignore_collect(collection_path, config):
     if collection_path.suffix == ".ipynb" and not config.getoption("--notebooks") and \
             _student_info(Path(config.rootpath)) is not None:
@@ -262,8 +271,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for ident in sorted(results, key=exercises.sort_key):
         status = exercise_status(ident, results[ident], stubs_left)
         n_pass = sum(s == "passed" for s, _ in results[ident])
-        rows.append((ident, exercises.EXERCISES[ident], status,
-                     f"{n_pass}/{len(results[ident])}"))
+        n_ran = sum(s != "skipped" for s, _ in results[ident])
+        rows.append((ident, exercises.EXERCISES[ident], status, f"{n_pass}/{n_ran}"))
     width = max(len(r[1]) for r in rows)
     terminalreporter.write_line(f"{'exercise':8}  {'title':{width}}  {'tests':>5}  status")
     for ident, title, status, tally in rows:
