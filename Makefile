@@ -13,11 +13,11 @@ STAMP  := $(VENV)/.installed-python$(PYTHON_VERSION)
 
 # Notebooks are collected only when there are some (nbval needs .ipynb files).
 NOTEBOOKS := $(wildcard notebooks/*.ipynb)
-TEST_PATHS := tests $(if $(NOTEBOOKS),notebooks)
+TEST_PATHS := tests tools/tests $(if $(NOTEBOOKS),notebooks)
 # --nbval-current-env: run notebooks in this venv's kernel, not a system one.
 PYTEST_ARGS := $(TEST_PATHS) --nbval-lax --nbval-current-env -q
 
-.PHONY: venv test demo bench test-gpu notebooks jupyter clean check-python
+.PHONY: venv test demo bench test-gpu notebooks jupyter clean check-python check student selftest
 
 venv: $(STAMP)
 
@@ -44,8 +44,23 @@ check-python:
 	  rm -rf $(VENV); \
 	fi
 
+# CHAPTER=3 (or 3-5): only that chapter's tests; EX=3.2: one exercise's tests.
+COURSE_ARGS := $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(EX),--exercise $(EX))
+
 test: venv
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_ARGS) $(COURSE_ARGS)
+
+check: venv
+	$(if $(EX),,$(error make check needs an exercise: make check EX=3.2))
+	$(PY) -m pytest tests -q --exercise $(EX)
+
+# The student copy: DEST (default build/student), CHAPTERS=3-5 blanks only those.
+student: venv
+	$(PY) tools/make_student.py $(if $(DEST),--dest $(DEST)) $(if $(CHAPTERS),--chapters $(CHAPTERS)) $(if $(FORCE),--force)
+
+# Every exercise blanked in turn: its tests fail, earlier chapters still pass.
+selftest: venv
+	$(PY) tools/selftest.py
 
 demo: venv
 	$(PY) -m minigrad verify

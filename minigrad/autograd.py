@@ -268,6 +268,7 @@ def _topological_order(root_fn):
         RuntimeError: a Function on the way was released by an earlier
             backward (checked here, before any ``.grad`` is touched).
     """
+    # BEGIN SOLUTION ch01.8
     order = []
     uses = {}
     visited = {root_fn}             # Functions hash by identity
@@ -296,6 +297,7 @@ def _topological_order(root_fn):
             order.append(fn)        # post-order: inputs' creators come first
     order.reverse()                  # now every Function precedes its inputs' creators
     return order, uses
+    # END SOLUTION
 
 
 def backward(tensor, grad=None, retain_graph: bool = False) -> None:
@@ -546,7 +548,9 @@ def _accumulate_leaf(leaf, g, owned: bool) -> None:
     if leaf._grad is None:
         leaf._grad = _Tensor(g if owned else g.copy())
     else:
+        # BEGIN SOLUTION ch04.1
         leaf._grad._data += g
+        # END SOLUTION
 
 
 def unbroadcast(grad, shape):
@@ -557,6 +561,7 @@ def unbroadcast(grad, shape):
     """
     if grad.shape == shape:
         return grad
+    # BEGIN SOLUTION ch01.7
     ndim_extra = grad.ndim - len(shape)
     leading = tuple(range(ndim_extra))
     stretched = tuple(ndim_extra + i for i, n in enumerate(shape)
@@ -564,6 +569,7 @@ def unbroadcast(grad, shape):
     # keepdims=True: NumPy returns an array even when every axis is summed
     # (without it, a full sum is a NumPy scalar, not an array).
     return grad.sum(axis=leading + stretched, keepdims=True).reshape(shape)
+    # END SOLUTION
 
 
 def errstate(**kwargs):

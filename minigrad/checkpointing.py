@@ -73,6 +73,7 @@ class CheckpointFunction(Function):
     def forward(self, *arrays):
         if self.has_anchor:
             arrays = arrays[:-1]
+        # BEGIN SOLUTION ch07.1
         self.rng_state = mg_random.get_rng_state()
         self.contexts = list(mg_random.dropout_contexts())
         self.default_dtype = get_default_dtype()
@@ -82,6 +83,7 @@ class CheckpointFunction(Function):
         self.single_output = len(outputs) == 1
         result = tuple(o.data for o in outputs)
         return result[0] if self.single_output else result
+        # END SOLUTION
 
     def backward(self, *grad_outputs):
         inputs = self.inputs[:-1] if self.has_anchor else self.inputs
@@ -89,6 +91,7 @@ class CheckpointFunction(Function):
         # Fresh leaves over the same arrays: the recomputed graph ends at them.
         leaves = [Tensor(x.data, requires_grad=need) for x, need in zip(inputs, needs)]
 
+        # BEGIN SOLUTION ch07.2
         # Replay the forward's context, and put the caller's back afterwards.
         state_after = mg_random.get_rng_state()
         dtype_after = get_default_dtype()
@@ -109,6 +112,7 @@ class CheckpointFunction(Function):
         if self.has_anchor:
             grads.append(None)
         return tuple(grads)
+        # END SOLUTION
 
 
 def _check_outputs(outputs):
@@ -256,11 +260,13 @@ def checkpoint_sequential(functions, segments: int, input):  # noqa: A002 (PyTor
         raise ValueError(f"checkpoint_sequential: segments must be between 1 and the "
                          f"number of layers ({len(layers)}), got {segments}")
 
+    # BEGIN SOLUTION ch07.3
     size = len(layers) // segments
     x = input
     for start in range(0, size * (segments - 1), size):
         x = checkpoint(_run_layers(layers[start:start + size]), x)
     return _run_layers(layers[size * (segments - 1):])(x)
+    # END SOLUTION
 
 
 def _run_layers(layers):

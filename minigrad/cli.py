@@ -208,9 +208,14 @@ def run_verify(args) -> int:
     passed = sum(r.passed for r in results)
     print(f"{passed}/{len(results)} verdicts as expected in {seconds:.1f} s: "
           + ("PASSED" if passed == len(results) else "FAILED"))
+    needed = _exercises_needed(results)
     for r in results:
-        if "traceback" in r.extras:
+        if "traceback" in r.extras and not needed:
             print(f"\n{r.name} raised:\n{r.extras['traceback']}", file=sys.stderr)
+    if needed:
+        print(f"minigrad verify: the cases stop at exercises not done yet: "
+              f"{', '.join(needed)}; finish them (`make check EX={needed[0]}`) and run "
+              f"again.", file=sys.stderr)
     if args.json:
         report = suite.suite_report(results, device=args.device, dtype=dtype.name,
                                     quick=args.quick, seconds=seconds)
@@ -337,6 +342,46 @@ def main(argv=None) -> int:
     _check_environment(args)
     with warnings.catch_warnings():
         warnings.showwarning = _one_line_warnings(f"minigrad {args.command}")
-        if args.command == "verify":
-            return run_verify(args)
-        return run_train(args)
+        try:
+            if args.command == "verify":
+                return run_verify(args)
+            return run_train(args)
+        except NotImplementedError as e:
+            return _exercise_missing(args.command, e)
+
+
+def _exercise_missing(command: str, error: NotImplementedError) -> int:
+    """In the student copy: name the exercise the command reached, and the others
+    still to do; exit status 3.  Any other NotImplementedError propagates."""
+    message = str(error)
+    if not message.startswith("Exercise "):
+        raise error
+    exercise = message.split(" ", 2)[1]
+    print(f"minigrad {command}: this needs exercise {message}\n"
+          f"Finish it, check it with `make check EX={exercise}`, and run again.",
+          file=sys.stderr)
+    todo = _exercises_not_started()
+    if len(todo) > 1:
+        print(f"Exercises not started yet: {', '.join(todo)} (`make test` shows the table).",
+              file=sys.stderr)
+    return 3
+
+
+def _exercises_needed(results) -> list:
+    """Ids of the course exercises whose stub a verification case stopped at."""
+    import re  # noqa: PLC0415
+    found = set()
+    for r in results:
+        text = str(r.extras.get("traceback", "")) + str(getattr(r, "note", ""))
+        found.update(re.findall(r"NotImplementedError: Exercise (\d+)\.(\d+) ", text))
+    return [f"{a}.{b}" for a, b in sorted((int(a), int(b)) for a, b in found)]
+
+
+def _exercises_not_started() -> list:
+    """Ids of the exercises whose stub is still in the library (the student copy)."""
+    import re  # noqa: PLC0415
+    pattern = re.compile(r'NotImplementedError\("Exercise (\d+)\.(\d+) ')
+    found = set()
+    for path in Path(__file__).resolve().parent.rglob("*.py"):
+        found.update(pattern.findall(path.read_text(encoding="utf-8")))
+    return [f"{a}.{b}" for a, b in sorted((int(a), int(b)) for a, b in found)]

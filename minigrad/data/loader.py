@@ -172,6 +172,7 @@ def split_micro_batches(batch, k: int) -> list:
             f"split_micro_batches: cannot split a batch of {n} samples into k={k} "
             f"micro-batches; need 1 <= k <= {n} so that no micro-batch is empty"
         )
+    # BEGIN SOLUTION ch04.2
     base, extra = divmod(n, k)
     bounds = [0]
     for i in range(k):
@@ -181,3 +182,4 @@ def split_micro_batches(batch, k: int) -> list:
         sliced = tuple(x[start:stop] for x in items)
         parts.append(sliced if is_group else sliced[0])
     return parts
+    # END SOLUTION

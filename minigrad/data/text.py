@@ -76,6 +76,7 @@ class CharTokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"CharTokenizer.encode: expected a str, got {type(text).__name__}")
+        # BEGIN SOLUTION ch08.1
         codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
         ids = np.searchsorted(self._codes, codes)
         found = ids < self.vocab_size
@@ -88,6 +89,7 @@ class CharTokenizer:
                 f"{pos} is not in the vocabulary of {self.vocab_size} characters"
             )
         return ids.astype(np.int64)
+        # END SOLUTION
 
     def decode(self, ids) -> str:
         """Turn ids back into text.
@@ -119,7 +121,9 @@ class CharTokenizer:
                 f"CharTokenizer.decode: id {int(arr[pos])} at position {pos} is out of "
                 f"range [0, {self.vocab_size})"
             )
+        # BEGIN SOLUTION ch08.1
         return "".join(self.vocab[i] for i in arr.tolist())
+        # END SOLUTION
 
 
 def _as_int_sequences(seqs, name: str) -> list[np.ndarray]:
@@ -194,9 +198,11 @@ def make_lm_batch(sequences: Sequence[Sequence[int]], ignore_index: int = -100) 
                 f"make_lm_batch: sequence {i} has length {a.size}; each sequence needs "
                 "at least 2 tokens (one input and its next-token target)"
             )
+    # BEGIN SOLUTION ch05.4
     inputs = pad_sequences([a[:-1] for a in arrays], pad_value=0)
     targets = pad_sequences([a[1:] for a in arrays], pad_value=ignore_index)
     return inputs, targets
+    # END SOLUTION
 
 
 def sample_variable_length_sequences(

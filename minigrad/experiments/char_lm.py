@@ -69,10 +69,64 @@ def token_loss(device: str):
         inputs, targets = batch
         flat_targets = targets.reshape(-1)
         logits = model(to_tensor(inputs.reshape(-1), device=device))       # (B*T, V)
+        # BEGIN SOLUTION ch05.2
         loss = nn.functional.cross_entropy(logits, to_tensor(flat_targets, device=device),
                                            ignore_index=IGNORE_INDEX)
         return loss, int((flat_targets != IGNORE_INDEX).sum())
+        # END SOLUTION
     return loss_fn
+
+
+def sample_text(model, tokenizer: CharTokenizer, prompt: str, length: int, *,
+                temperature: float = 1.0, rng=None, device: str = "cpu") -> str:
+    """Continue ``prompt`` by ``length`` characters drawn from a next-character model.
+
+    ``model`` maps ids of shape (N,) to logits of shape (N, V), as the bigram
+    model of :func:`make_bigram_lm`: each new character is drawn from
+    softmax(logits / temperature) of the last one (Bengio et al. 2003 for the
+    model; the temperature as in Hinton et al. 2015, "Distilling the Knowledge
+    in a Neural Network").  Runs under ``no_grad``.
+
+    Args:
+        model: the model; it is put in eval mode for the sampling and back.
+        tokenizer: the tokenizer of the training text.
+        prompt: at least one character of the vocabulary.
+        length: number of characters to add, >= 0.
+        temperature: > 0; below 1 sharpens the distribution, above 1 flattens it.
+        rng: a ``numpy.random.Generator`` (default: minigrad's generator, which
+            ``minigrad.manual_seed`` resets).
+        device: where the model lives.
+
+    Returns:
+        ``prompt`` followed by ``length`` sampled characters.
+
+    Raises:
+        ValueError: empty prompt, ``length < 0`` or ``temperature <= 0``.
+    """
+    import minigrad  # noqa: PLC0415
+    from minigrad import random as mg_random  # noqa: PLC0415
+    if not prompt:
+        raise ValueError("sample_text: the prompt needs at least one character")
+    if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 0:
+        raise ValueError(f"sample_text: length must be an int >= 0, got {length!r}")
+    if not temperature > 0:
+        raise ValueError(f"sample_text: temperature must be > 0, got {temperature!r}")
+    rng = rng if rng is not None else mg_random.default_generator()
+    ids = list(tokenizer.encode(prompt))
+    was_training = model.training
+    model.eval()
+    try:
+        with minigrad.no_grad():
+            for _ in range(length):
+                logits = model(to_tensor(np.asarray(ids[-1:]), device=device)).numpy()[-1]
+                # BEGIN SOLUTION ch08.2
+                z = logits.astype(np.float64) / temperature
+                p = np.exp(z - z.max())
+                ids.append(int(rng.choice(p.size, p=p / p.sum())))
+                # END SOLUTION
+    finally:
+        model.train(was_training)
+    return tokenizer.decode(np.asarray(ids, dtype=np.int64))
 
 
 def case_char_lm(normalization: str = "tokens", *, micro_batches: int = 8,

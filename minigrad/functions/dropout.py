@@ -38,5 +38,7 @@ class DropoutFunction(Function):
 def scaled_mask(uniforms, p, dtype):
     """From uniforms u in [0, 1): keep where u >= p (probability 1 - p), scaled
     by 1/(1-p); returns an array of ``dtype``."""
+    # BEGIN SOLUTION ch02.8
     keep = uniforms >= p
     return keep.astype(dtype) * (1.0 / (1.0 - p))
+    # END SOLUTION

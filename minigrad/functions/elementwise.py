@@ -51,9 +51,11 @@ class Add(_Binary):
         return a + b
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.1
         ga = unbroadcast(g, self.a_shape) if self.needs_input_grad[0] else None
         gb = unbroadcast(g, self.b_shape) if self.needs_input_grad[1] else None
         return ga, gb
+        # END SOLUTION
 
 
 class Sub(_Binary):
@@ -75,9 +77,11 @@ class Mul(_Binary):
         return a * b
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.2
         ga = unbroadcast(g * self.b, self.a_shape) if self.needs_input_grad[0] else None
         gb = unbroadcast(g * self.a, self.b_shape) if self.needs_input_grad[1] else None
         return ga, gb
+        # END SOLUTION
 
 
 class Div(_Binary):
@@ -89,11 +93,13 @@ class Div(_Binary):
         return a / b
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.3
         ga = unbroadcast(g / self.b, self.a_shape) if self.needs_input_grad[0] else None
         gb = None
         if self.needs_input_grad[1]:
             gb = unbroadcast(-g * self.a / (self.b * self.b), self.b_shape)
         return ga, gb
+        # END SOLUTION
 
 
 class Pow(_Binary):
@@ -166,7 +172,9 @@ class Exp(Function):
         return self.out
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.4
         return g * self.out
+        # END SOLUTION
 
 
 class Log(Function):
@@ -179,8 +187,10 @@ class Log(Function):
             return get_array_module(a).log(a)
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.5
         with np.errstate(divide="ignore", invalid="ignore"):
             return g / self.a
+        # END SOLUTION
 
 
 class Sqrt(Function):
@@ -255,15 +265,19 @@ class Tanh(Function):
         return self.out
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.6
         return g * (1 - self.out * self.out)
+        # END SOLUTION
 
 
 def stable_sigmoid(a):
     """1 / (1 + exp(-a)) without overflow: exp is only taken of -|a|."""
+    # BEGIN SOLUTION ch02.2
     xp = get_array_module(a)
     with np.errstate(under="ignore"):      # exp(-1000) = 0 is the right limit
         e = xp.exp(-xp.abs(a))
         return xp.where(a >= 0, 1 / (1 + e), e / (1 + e))
+    # END SOLUTION
 
 
 class Sigmoid(Function):
@@ -305,7 +319,9 @@ class ReLU(Function):
         return out
 
     def backward(self, g):
+        # BEGIN SOLUTION ch02.1
         return select(self.passes, g)
+        # END SOLUTION
 
 
 _FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))   # dtypes of the GPU kernels

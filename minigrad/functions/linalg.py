@@ -41,6 +41,7 @@ class MatMul(Function):
                              f"{tuple(b.shape)} cannot be broadcast together") from None
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.12
         a, b = self.a, self.b
         a2 = a[None, :] if a.ndim == 1 else a          # (..., n, k)
         b2 = b[:, None] if b.ndim == 1 else b          # (..., k, m)
@@ -57,6 +58,7 @@ class MatMul(Function):
             gb = a2.swapaxes(-1, -2) @ g2
             gb = unbroadcast(gb, b2.shape).reshape(b.shape)
         return ga, gb
+        # END SOLUTION
 
 
 class VectorNorm(Function):

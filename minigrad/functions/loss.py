@@ -138,6 +138,7 @@ class CrossEntropy(Function):
         num_classes = z.shape[1]
         all_valid = _check_targets(t, num_classes, self.ignore_index, "cross_entropy")
         w = _check_class_weight(self.weight, num_classes, logits, "cross_entropy")
+        # BEGIN SOLUTION ch02.5
         if (all_valid and t.size and self.reduction != "none"
                 and not 0 <= self.ignore_index < num_classes):    # no position is ignored
             keep, safe_t = None, t
@@ -158,6 +159,7 @@ class CrossEntropy(Function):
         if keep is not None:
             loss = xp.where(keep, loss, 0.0)
         loss = loss.astype(logits.dtype, copy=False)
+        # END SOLUTION
         self.logp, self.safe_t, self.keep, self.count, self.w = logp, safe_t, keep, count, w
         self.rows = rows
         self.logits_shape = logits.shape
@@ -181,9 +183,11 @@ class CrossEntropy(Function):
             grad = xp.exp(self.logp)                          # softmax, (M, C)
             num_classes = grad.shape[1]
             if w is None:
+                # BEGIN SOLUTION ch02.6
                 if eps > 0:
                     grad -= eps / num_classes
                 grad[self.rows, self.safe_t] -= 1.0 - eps
+                # END SOLUTION
             else:
                 # (1-ε)·w_y·(p - onehot(y)) + (ε/C)·(Σ_c w_c · p - w)
                 w_y = w[self.safe_t]

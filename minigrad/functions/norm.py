@@ -40,9 +40,11 @@ def normalized_grad(dxhat, xhat, inv_std, axes):
     """
     if dxhat.size == 0:                     # an empty batch: nothing to send back
         return get_array_module(dxhat).zeros_like(dxhat)
+    # BEGIN SOLUTION ch02.10
     mean_d = dxhat.mean(axis=axes, keepdims=True)
     mean_dx = (dxhat * xhat).mean(axis=axes, keepdims=True)
     return inv_std * (dxhat - mean_d - xhat * mean_dx)
+    # END SOLUTION
 
 
 def moments(x, axes):

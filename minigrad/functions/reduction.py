@@ -56,8 +56,10 @@ class Sum(Function):
         return get_array_module(a).sum(a, axis=self.axes, keepdims=self.keepdims)
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.9
         g = _expand(g, self.in_shape, self.axes, self.keepdims)
         return get_array_module(g).broadcast_to(g, self.in_shape)
+        # END SOLUTION
 
 
 class Mean(Function):
@@ -80,9 +82,11 @@ class Mean(Function):
                 else total / self.count
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.10
         with np.errstate(invalid="ignore", divide="ignore"):   # empty input: no entries
             g = _expand(g, self.in_shape, self.axes, self.keepdims) / self.count
         return get_array_module(g).broadcast_to(g, self.in_shape)
+        # END SOLUTION
 
 
 class Max(Function):
@@ -108,6 +112,7 @@ class Max(Function):
             [n for i, n in enumerate(a.shape) if i not in self.axes])
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.11
         g = _expand(g, self.a.shape, self.axes, self.keepdims)
         xp = get_array_module(g)
         # A nan maximum takes the gradient, as in PyTorch (nan == nan is False).
@@ -118,6 +123,7 @@ class Max(Function):
         with np.errstate(invalid="ignore"):
             product = share * mask
         return blocked_to_zero(product, mask)
+        # END SOLUTION
 
 
 class Min(Max):

@@ -52,12 +52,14 @@ class Transpose(Function):
         return a.transpose(self.axes)
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.13
         if self.axes is None:
             return g.transpose()
         inverse = [0] * len(self.axes)
         for i, ax in enumerate(self.axes):
             inverse[ax % len(self.axes)] = i
         return g.transpose(inverse)
+        # END SOLUTION
 
 
 class BroadcastTo(Function):
@@ -244,6 +246,7 @@ class GetItem(Function):
                              f"{tuple(a.shape)}: {e}") from None
 
     def backward(self, g):
+        # BEGIN SOLUTION ch01.14
         xp = get_array_module(g)
         grad = xp.zeros(self.in_shape, dtype=g.dtype)
         if is_advanced(self.index):
@@ -251,3 +254,4 @@ class GetItem(Function):
         else:
             grad[self.index] = g
         return grad
+        # END SOLUTION

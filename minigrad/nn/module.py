@@ -225,6 +225,7 @@ class Module:
             yield module
 
     def _named_members(self, registry: str):
+        # BEGIN SOLUTION ch02.9
         seen = set()            # a parameter shared by two layers is listed once
         for module_name, module in self.named_modules():
             for name, value in getattr(module, registry).items():
@@ -232,6 +233,7 @@ class Module:
                     continue
                 seen.add(id(value))
                 yield (f"{module_name}.{name}" if module_name else name), value
+        # END SOLUTION
 
     def named_parameters(self):
         """Yield ``(dotted name, Parameter)`` in registration order, each once."""

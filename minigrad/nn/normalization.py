@@ -150,8 +150,10 @@ def _update_running_stats(running_mean, running_var, mean, unbiased_var, factor)
     xp = running_mean._xp
     mean = xp.asarray(mean).astype(running_mean.dtype, copy=False)
     unbiased_var = xp.asarray(unbiased_var).astype(running_var.dtype, copy=False)
+    # BEGIN SOLUTION ch02.11
     running_mean.data[...] = (1 - factor) * running_mean.data + factor * mean
     running_var.data[...] = (1 - factor) * running_var.data + factor * unbiased_var
+    # END SOLUTION
 
 
 def _normalized_shape(name, normalized_shape):
@@ -246,17 +248,38 @@ def _param(fill, shape, dtype, device):
     return Parameter(backend.array_module(device or "cpu").full(shape, fill, dtype=dtype))
 
 
+def channel_moments(x):
+    """Per-channel statistics of one batch x of shape (N, C, *), in float64.
+
+    Returns ``{"count": int64 0-d array, "mean": (C,), "m2": (C,)}`` (NumPy
+    arrays) with count = N·(size of *), the mean over every axis but 1, and
+    M2 = Σ (x - mean)², so that M2 / count is the biased variance BatchNorm
+    normalizes with and M2 / (count - 1) the unbiased one of ``running_var``.
+    """
+    axes = (0,) + tuple(range(2, x.ndim))
+    data = x.data.astype(np.float64)
+    # BEGIN SOLUTION ch06.1
+    mean = data.mean(axis=axes)
+    centered = data - mean.reshape((1, -1) + (1,) * (x.ndim - 2))
+    m2 = (centered * centered).sum(axis=axes)
+    # END SOLUTION
+    return {"count": np.asarray(x.size // x.shape[1], dtype=np.int64),
+            "mean": backend.asnumpy(mean), "m2": backend.asnumpy(m2)}
+
+
 def merge_moments(a, b):
     """Merge two per-channel summaries ``{"count", "mean", "m2"}`` exactly
     (Chan, Golub & LeVeque 1979); ``a`` may be None.  Arrays are float64."""
     if a is None:
         return b
+    # BEGIN SOLUTION ch06.2
     na, nb = float(a["count"]), float(b["count"])
     n = na + nb
     delta = b["mean"] - a["mean"]
     return {"count": np.asarray(a["count"] + b["count"], dtype=np.int64),
             "mean": a["mean"] + delta * (nb / n),
             "m2": a["m2"] + b["m2"] + delta * delta * (na * nb / n)}
+    # END SOLUTION
 
 
 class _BatchNorm(Module):
@@ -343,14 +366,9 @@ class _BatchNorm(Module):
     # ------------------------------------------------- merged running statistics
     def _merge_micro_batch(self, x):
         """Fold this micro-batch's per-channel (count, mean, M2) into the pending state."""
-        axes = (0,) + tuple(range(2, x.ndim))
-        data = x.data.astype(np.float64)
-        mean = data.mean(axis=axes)
-        centered = data - mean.reshape((1, -1) + (1,) * (x.ndim - 2))
-        summary = {"count": np.asarray(x.size // x.shape[1], dtype=np.int64),
-                   "mean": backend.asnumpy(mean),
-                   "m2": backend.asnumpy((centered * centered).sum(axis=axes))}
-        self._pending = merge_moments(self._pending, summary)
+        # BEGIN SOLUTION ch06.3
+        self._pending = merge_moments(self._pending, channel_moments(x))
+        # END SOLUTION
 
     def apply_merged_running_stats(self) -> bool:
         """Apply one running-statistics update from the merged pending statistics.
@@ -367,6 +385,7 @@ class _BatchNorm(Module):
         if pending is None or not self.track_running_stats:
             self._pending = None
             return False
+        # BEGIN SOLUTION ch06.4
         self._pending = None
         n = int(pending["count"])
         factor = self._next_factor()
@@ -375,6 +394,7 @@ class _BatchNorm(Module):
                               xp.asarray(pending["mean"]),
                               xp.asarray(pending["m2"] / (n - 1)), factor)
         return True
+        # END SOLUTION
 
     def get_pending_stats(self):
         """The pending merged statistics as ``{"count": int64 0-d array, "mean":

@@ -256,6 +256,7 @@ class GradientAccumulator:
             raise ValueError("GradientAccumulator.backward: this window mixes micro-batches "
                              "with num_items and without; pass num_items for every "
                              "micro-batch or for none")
+        # BEGIN SOLUTION ch04.3
         value = float(loss.item())
         if weight == 0:
             pass                          # no items: nothing to add (see above)
@@ -268,6 +269,7 @@ class GradientAccumulator:
         self._item_total += weight
         if weight != 0:
             self._loss_sum += weight * value
+        # END SOLUTION
         self._awaiting_step = True
 
     @staticmethod
@@ -308,11 +310,13 @@ class GradientAccumulator:
         if not self._awaiting_step:
             raise RuntimeError("GradientAccumulator.step: no backward() since the last "
                                "step(); call backward(loss) once per micro-batch first")
+        # BEGIN SOLUTION ch04.4
         if self.micro_step + 1 < self.accumulation_steps:
             self._awaiting_step = False
             self.micro_step += 1
             return False
         return self._update()           # closes the window, or raises having changed nothing
+        # END SOLUTION
 
     def flush(self) -> bool:
         """Apply a short final window (end of data), normalized by what it holds.
@@ -328,9 +332,11 @@ class GradientAccumulator:
         if self._awaiting_step:
             raise RuntimeError("GradientAccumulator.flush: the last backward() has no "
                                "step() yet; call step() before flush()")
+        # BEGIN SOLUTION ch05.1
         if self.micro_step == 0:
             return False
         return self._update()
+        # END SOLUTION
 
     # ------------------------------------------------------------------ update
     def _params_with_grad(self):
@@ -357,6 +363,7 @@ class GradientAccumulator:
                     self._skip_window(math.nan, "the window holds no items (num_items=0 "
                                                 "for every micro-batch)")
                     return False
+                # BEGIN SOLUTION ch04.5
                 for p in params:
                     p.grad.data /= total    # sum_j n_j grad L_j -> grad of the window mean
                 window_loss = self._loss_sum / total
@@ -367,6 +374,7 @@ class GradientAccumulator:
                 grad_norm = self.last_grad_norm
                 if self.max_grad_norm is not None:
                     grad_norm = clip_grad_norm_(params, self.max_grad_norm)
+                # END SOLUTION
                 self._prepared = (window_loss, grad_norm)   # a retry must not divide again
             self.optimizer.step()
         except BaseException:
@@ -410,6 +418,7 @@ class GradientAccumulator:
 
     def _skip_window(self, window_loss,
                      reason="non-finite loss or gradient in the window") -> None:
+        # BEGIN SOLUTION ch05.3
         if self.model is not None:
             from .. import nn  # noqa: PLC0415
             for layer in nn.batchnorm_layers(self.model):
@@ -422,6 +431,7 @@ class GradientAccumulator:
                       f"after {self.updates} updates (window loss {window_loss}); "
                       "the window is skipped: no optimizer or scheduler step",
                       RuntimeWarning, stacklevel=4)
+        # END SOLUTION
 
     # --------------------------------------------------------- save and resume
     def state_dict(self) -> dict:

@@ -74,9 +74,12 @@ class Adam(Optimizer):
                 t = state["step"]
                 if weight_decay != 0:
                     if self.decoupled_weight_decay:
+                        # BEGIN SOLUTION ch03.4
                         p.data *= 1 - lr * weight_decay     # AdamW: shrink the weights
+                        # END SOLUTION
                     else:
                         g = g + weight_decay * p.data       # Adam: L2 in the gradient
+                # BEGIN SOLUTION ch03.3
                 m, v = state["exp_avg"], state["exp_avg_sq"]
                 bias_correction1 = 1 - beta1 ** t
                 bias_correction2_sqrt = math.sqrt(1 - beta2 ** t)
@@ -90,6 +93,7 @@ class Adam(Optimizer):
                 v += (1 - beta2) * (g * g)
                 denom = xp.sqrt(v) / bias_correction2_sqrt + eps
                 p.data -= step_size * m / denom
+                # END SOLUTION
 
 
 class AdamW(Adam):

@@ -12,6 +12,7 @@ from .optimizer import check_number
 
 def _global_norm(grads, norm_type: float) -> float:
     """The ``norm_type``-norm of all entries of all gradient arrays, as a float."""
+    # BEGIN SOLUTION ch03.5
     if math.isinf(norm_type):
         maxima = [float(backend.get_array_module(g).abs(g).max()) for g in grads if g.size]
         if any(math.isnan(m) for m in maxima):
@@ -20,6 +21,7 @@ def _global_norm(grads, norm_type: float) -> float:
     power_sum = sum(float((backend.get_array_module(g).abs(g) ** norm_type).sum())
                     for g in grads)
     return power_sum ** (1.0 / norm_type)
+    # END SOLUTION
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False) -> float:
@@ -68,8 +70,10 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         raise RuntimeError(f"clip_grad_norm_: the total norm of order {norm_type} of the "
                            f"gradients is {total}; pass error_if_nonfinite=False to clip "
                            "anyway")
+    # BEGIN SOLUTION ch03.5
     clip_coef = min(max_norm / (total + 1e-6), 1.0)
     with np.errstate(invalid="ignore"):     # inf * 0 = nan is the documented outcome
         for g in grads:
             g *= clip_coef
+    # END SOLUTION
     return total

@@ -327,7 +327,9 @@ class StepLR(LRScheduler):
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
 
     def lr_at(self, base_lr, epoch, group_index):
+        # BEGIN SOLUTION ch03.6
         return base_lr * self.gamma ** (epoch // self.step_size)
+        # END SOLUTION
 
 
 def _check_milestones(owner, milestones) -> list:
@@ -444,8 +446,10 @@ class LinearLR(LRScheduler):
         return [group["lr"] * ratio for group in self.optimizer.param_groups]
 
     def lr_at(self, base_lr, epoch, group_index):
+        # BEGIN SOLUTION ch03.8
         progress = min(epoch, self.total_iters) / self.total_iters
         return base_lr * (self.start_factor + (self.end_factor - self.start_factor) * progress)
+        # END SOLUTION
 
 
 class ExponentialLR(LRScheduler):
@@ -517,8 +521,10 @@ class CosineAnnealingLR(LRScheduler):
                 * (group["lr"] - eta_min) + eta_min for group in self.optimizer.param_groups]
 
     def lr_at(self, base_lr, epoch, group_index):
+        # BEGIN SOLUTION ch03.7
         cosine = (1 + math.cos(math.pi * epoch / self.T_max)) / 2
         return self.eta_min + (base_lr - self.eta_min) * cosine
+        # END SOLUTION
 
 
 # -------------------------------------------------------------------- composites

@@ -309,6 +309,7 @@ class Optimizer:
         which frees the memory and lets :meth:`step` skip the parameter; with
         False the gradient arrays are filled with zeros in place.
         """
+        # BEGIN SOLUTION ch03.9
         for p in self._params():
             if p.grad is None:
                 continue
@@ -316,6 +317,7 @@ class Optimizer:
                 p.grad = None
             else:
                 p.grad.data[...] = 0
+        # END SOLUTION
 
     # ------------------------------------------------------ save and resume
     def state_dict(self) -> dict:

@@ -70,9 +70,12 @@ class SGD(Optimizer):
                 if p.grad is None:
                     continue
                 g = p.grad.data
+                # BEGIN SOLUTION ch03.1
                 if weight_decay != 0:
                     g = g + weight_decay * p.data
+                # END SOLUTION
                 if momentum != 0:
+                    # BEGIN SOLUTION ch03.2
                     state = self.state.setdefault(p, {})
                     buf = state.get("momentum_buffer")
                     if buf is None:
@@ -82,4 +85,7 @@ class SGD(Optimizer):
                         buf += (1 - dampening) * g
                     state["momentum_buffer"] = buf
                     g = g + momentum * buf if group["nesterov"] else buf
+                    # END SOLUTION
+                # BEGIN SOLUTION ch03.1
                 updates.sub_scaled_(p.data, lr, g)     # p -= lr * g, no temporary
+                # END SOLUTION

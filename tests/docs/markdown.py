@@ -304,7 +304,7 @@ def broken_references(path: Path) -> list[str]:
 
 # ---------------------------------------------------------------- quoted source
 
-_MARKER = re.compile(r"^\s*# (BEGIN SOLUTION|END SOLUTION)\b")
+_MARKER = re.compile(r"^\s*# (BEGIN|END) SOLUTION\b")
 
 
 def _significant(lines):

@@ -1,12 +1,13 @@
 """The checker of the course text can fail: its pieces on small inputs."""
 from .markdown import anchors, blocks, github_slug, quote_found, same_numbers
 
-SOURCE = '''class Mul:
+BEGIN, END = "# BEGIN " + "SOLUTION ch01.2", "# END " + "SOLUTION"   # no marker in this file
+SOURCE = f'''class Mul:
     def backward(self, g):
-        # BEGIN SOLUTION ch01.2
+        {BEGIN}
         ga = g * self.b
         gb = g * self.a
-        # END SOLUTION
+        {END}
         return ga, gb
 '''
 

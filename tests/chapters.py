@@ -1,0 +1,106 @@
+"""Which chapter of the course each test belongs to.
+
+A test belongs to the chapter of the latest material it uses: a chapter-1
+test uses only autograd and the chapter-1 functions, never ``nn.Linear``
+(chapter 2) or an optimizer (chapter 3).  So blanking the exercises of
+chapter N (``make student CHAPTERS=N-``) leaves every test of the chapters
+before N passing, and ``make selftest`` checks exactly that.
+
+Chapter 0 holds what needs no exercise at all: the data sets, the command
+line's argument checks, the tooling.  The plugin (tools/course_plugin.py) adds
+the marker ``chapterNN`` to every test from the longest matching entry of
+``PATHS`` (a file or folder) and ``TESTS`` (one test, overriding its file).
+A test file missing here gets no chapter and is named in the summary.
+"""
+
+PATHS = {
+    "tools/tests/": 0,
+    "tests/data/": 0,                  # the data sets and the loader need no exercise
+    "tests/test_backend.py": 0,
+    "tests/test_cli.py": 0,            # the command line's argument checks
+    "tests/test_benchmarks.py": 0,
+    "tests/test_autograd.py": 1,
+    "tests/test_tensor.py": 1,
+    "tests/test_gradcheck.py": 1,
+    "tests/functions/": 1,
+    "tests/functions/test_softmax.py": 2,
+    "tests/nn/": 2,
+    "tests/optim/": 3,
+    "tests/optim/test_accumulation.py": 4,
+    "tests/optim/test_accumulation_equivalence.py": 4,
+    "tests/experiments/": 4,
+    "tests/experiments/test_sampling.py": 8,
+    "tests/test_checkpoint.py": 7,
+    "tests/test_memory.py": 7,
+    "tests/exercises/test_ch01.py": 1,
+    "tests/exercises/test_ch02.py": 2,
+    "tests/exercises/test_ch03.py": 3,
+    "tests/exercises/test_ch04.py": 4,
+    "tests/exercises/test_ch05.py": 5,
+    "tests/exercises/test_ch06.py": 6,
+    "tests/exercises/test_ch07.py": 7,
+    "tests/exercises/test_ch08.py": 8,
+    "tests/exercises/test_ch09.py": 9,
+}
+
+# Tests that use later material than the rest of their file: the exercises
+# named are the stubs a test reached (make selftest checks the tags).
+TESTS = {
+    "tests/data/test_loader.py::test_split_a_tuple_keeps_pairs_aligned": 4,  # 4.2
+    "tests/data/test_loader.py::test_split_loader_batch_of_tensors": 4,  # 4.2
+    "tests/data/test_loader.py::test_split_properties": 4,  # 4.2
+    "tests/data/test_loader.py::test_split_sizes_follow_array_split": 4,  # 4.2
+    "tests/data/test_loader.py::test_split_tensor_parts_carry_gradients": 4,  # 4.2
+    "tests/data/test_loader.py::test_split_tuple_properties": 4,  # 4.2
+    "tests/data/test_text.py::test_empty_inputs": 8,  # 8.1
+    "tests/data/test_text.py::test_make_lm_batch_known_values": 5,  # 5.4
+    "tests/data/test_text.py::test_make_lm_batch_properties": 5,  # 5.4
+    "tests/data/test_text.py::test_roundtrip_any_text": 8,  # 8.1
+    "tests/data/test_text.py::test_sampled_windows_feed_make_lm_batch": 8,  # 8.1
+    "tests/data/test_text.py::test_shakespeare_roundtrip": 8,  # 8.1
+    "tests/data/test_text.py::test_unknown_character_is_named": 8,  # 8.1
+    "tests/data/test_text.py::test_vocab_is_sorted_and_ids_follow_it": 8,  # 8.1
+    "tests/experiments/test_cases.py::test_char_lm_token_count_vs_micro_batch_mean": 8,  # 8.1
+    "tests/experiments/test_cases.py::test_merged_running_statistics": 6,  # 2.9, 3.9, 6.3
+    "tests/experiments/test_cases.py::test_train_short_last_window_and_shakespeare": 8,  # 8.1
+    "tests/functions/test_elementwise.py::test_abs_and_relu_derivative_at_zero_is_zero": 2,  # 1.8, 2.1
+    "tests/functions/test_elementwise.py::test_float32_stays_float32": 2,  # 1.8, 2.1, 2.2
+    "tests/functions/test_elementwise.py::test_parity_with_torch": 2,  # 1.8, 2.1, 2.2
+    "tests/functions/test_elementwise.py::test_sigmoid_float32_extremes": 2,  # 2.2
+    "tests/functions/test_elementwise.py::test_tanh_sigmoid_saturate_without_warnings": 2,  # 1.8, 2.2
+    "tests/functions/test_elementwise.py::test_unary_gradcheck": 2,  # 1.8, 2.1, 2.2
+    "tests/functions/test_softmax.py::test_float32_stays_float32_and_is_exact_at_large_logits": 4,  # 1.8, 2.4, 4.1
+    "tests/nn/test_batchnorm.py::test_batchnorm_matches_pytorch_over_steps": 4,  # 1.8, 2.10, 2.11, 4.1
+    "tests/nn/test_batchnorm.py::test_merged_equals_full_batch": 6,  # 2.11, 6.3
+    "tests/nn/test_batchnorm.py::test_merged_forward_still_uses_micro_batch_statistics": 6,  # 2.11, 6.3
+    "tests/nn/test_batchnorm.py::test_model_helpers": 6,  # 6.3
+    "tests/nn/test_batchnorm.py::test_pending_stats_save_and_restore_mid_window": 6,  # 6.3
+    "tests/nn/test_batchnorm.py::test_worked_example_merged_vs_per_micro_batch": 6,  # 2.11, 6.3
+    "tests/nn/test_dropout.py::test_per_example_model_gradients_equal_under_accumulation": 4,  # 2.8, 4.1
+    "tests/nn/test_pooling.py::test_pool_keeps_float32": 4,  # 1.8, 4.1
+    "tests/optim/test_accumulation.py::test_classic_mode_divides_by_the_micro_batches_in_the_window": 5,  # 2.9, 3.9, 4.3, 5.1
+    "tests/optim/test_accumulation.py::test_counters_and_return_values": 5,  # 2.9, 3.9, 4.3, 5.1
+    "tests/optim/test_accumulation.py::test_docstring_example_runs": 5,
+    "tests/optim/test_accumulation.py::test_non_finite_gradient_skips_the_window": 5,  # 3.9, 4.3, 5.3
+    "tests/optim/test_accumulation.py::test_non_finite_loss_skips_the_whole_window": 5,  # 2.9, 3.6, 4.3, 5.3
+    "tests/optim/test_accumulation.py::test_resume_keeps_pending_batchnorm_statistics": 6,  # 2.9, 3.8, 6.3
+    "tests/optim/test_accumulation.py::test_resume_without_the_pending_statistics_differs": 6,  # 2.9, 3.9, 6.3
+    "tests/optim/test_accumulation.py::test_skipped_window_drops_pending_batchnorm_statistics": 6,  # 2.9, 3.9, 6.3
+    "tests/optim/test_accumulation.py::test_stopping_mid_window_and_resuming_gives_the_same_parameters": 5,  # 2.9, 3.8, 4.3, 5.1
+    "tests/optim/test_accumulation_equivalence.py::test_every_token_gets_weight_one_over_110": 5,  # 5.4
+    "tests/optim/test_accumulation_equivalence.py::test_merged_running_statistics_equal_full_batch_steps": 6,  # 2.9, 3.9, 4.2, 6.3
+    "tests/optim/test_accumulation_equivalence.py::test_merged_running_statistics_of_one_window_are_exact": 6,  # 2.9, 3.9, 4.2, 6.3
+    "tests/optim/test_accumulation_equivalence.py::test_merged_running_statistics_worked_example": 6,  # 2.9, 3.9, 6.3
+    "tests/optim/test_accumulation_equivalence.py::test_short_final_window_is_normalized_by_what_it_holds": 5,  # 4.2, 5.1
+    "tests/optim/test_accumulation_equivalence.py::test_token_level_cross_entropy_over_padded_sequences": 8,  # 8.1
+    "tests/optim/test_hooks.py::test_pre_hook_sees_the_window_gradient_once_per_update": 4,  # 3.9, 4.3
+    "tests/test_autograd.py::test_backward_adds_into_leaf_grad": 4,  # 1.8, 4.1
+    "tests/test_autograd.py::test_gradient_kept_by_a_retained_graph_is_copied": 4,  # 1.8, 4.1
+    "tests/test_autograd.py::test_retain_graph_exactly_doubles_leaf_gradients": 4,  # 1.8, 4.1
+    "tests/test_backend.py::test_cuda_without_a_gpu_is_a_clear_error": 9,  # 9.1
+    "tests/test_cli.py::test_train_one_tiny_epoch": 4,  # 2.9
+    "tests/test_cli.py::test_train_writes_a_plot_with_the_full_batch_curve": 8,  # 8.1
+    "tests/test_cli.py::test_verify_plots": 8,
+    "tests/test_cli.py::test_verify_quick_json": 8,  # 2.9, 3.9, 4.3, 6.3, 8.1
+    "tests/test_memory.py::test_peak_on_cuda_without_gpu_raises": 9,  # 9.1
+}

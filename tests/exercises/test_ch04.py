@@ -1,0 +1,122 @@
+"""Exercises of chapter 4 (gradient accumulation)."""
+import numpy as np
+import pytest
+
+import minigrad
+from minigrad.autograd import _accumulate_leaf
+from minigrad.data.loader import split_micro_batches
+from minigrad.optim import SGD, GradientAccumulator
+
+from .check import assert_close, rng
+
+X = rng(1).standard_normal((8, 3))
+
+
+def _model():
+    return minigrad.tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)
+
+
+def _mean_loss(w, x):
+    """Mean over the rows of x of (x·w)²: a micro-batch's mean loss."""
+    y = minigrad.tensor(x) @ w
+    return (y * y).mean()
+
+
+def _grad_of_sum(w, x):
+    """d/dw Σ_rows (x·w)² = 2 xᵀ(x w)."""
+    return 2 * x.T @ (x @ w)
+
+
+@pytest.mark.exercise("4.1")
+def test_accumulate_leaf_adds_into_grad():
+    leaf = minigrad.tensor(np.zeros(3), requires_grad=True)
+    g1, g2 = np.array([1.0, 2.0, 3.0]), np.array([10.0, 20.0, 30.0])
+    _accumulate_leaf(leaf, g1, owned=False)
+    assert leaf.grad is not None, "the first gradient must become leaf.grad (it was None)"
+    assert leaf.grad.data is not g1, \
+        "owned=False: g may be shared with someone else, so leaf.grad must hold a copy"
+    _accumulate_leaf(leaf, g2, owned=True)
+    assert_close(leaf.grad, g1 + g2, "leaf.grad after two gradients",
+                 [(g2, "backward adds into .grad (PyTorch's rule); it must not replace it")])
+    assert_close(g1, [1.0, 2.0, 3.0], "the caller's first gradient array (must not change)")
+
+
+@pytest.mark.exercise("4.2")
+def test_split_micro_batches_sizes_follow_array_split():
+    x, y = np.arange(10).reshape(10, 1), np.arange(10)
+    parts = split_micro_batches((x, y), 3)
+    sizes = [len(p[1]) for p in parts]
+    assert sizes == [4, 3, 3], \
+        f"10 samples in 3 micro-batches gave sizes {sizes}; expected [4, 3, 3]: the first " \
+        "n % k parts get one sample more (numpy.array_split's rule)"
+    assert np.array_equal(np.concatenate([p[0] for p in parts]), x), \
+        "concatenating the micro-batches must give the batch back, in order"
+    assert all(isinstance(p, tuple) and len(p) == 2 for p in parts)
+    assert [len(p) for p in split_micro_batches(np.arange(6), 6)] == [1] * 6
+
+
+@pytest.mark.exercise("4.3")
+def test_accumulator_backward_weights_by_item_count():
+    w = _model()
+    acc = GradientAccumulator(SGD([w], lr=0.1), accumulation_steps=2)
+    acc.backward(_mean_loss(w, X[:5]), num_items=5)
+    expected = _grad_of_sum(w.numpy(), X[:5])
+    assert_close(w.grad, expected, "w.grad after backward(mean loss of 5 items, num_items=5)",
+                 [(expected / 5, "backward must weight the micro-batch's mean loss by its "
+                                 "item count: num_items × grad(mean) = grad(sum)")])
+    assert acc.micro_step == 0, "backward does not count micro-batches; step() does"
+
+
+@pytest.mark.exercise("4.4")
+def test_step_counts_the_window():
+    w = _model()
+    acc = GradientAccumulator(SGD([w], lr=0.1), accumulation_steps=3)
+    before = w.numpy().copy()
+    for j in range(2):
+        acc.backward(_mean_loss(w, X[j:j + 2]), num_items=2)
+        updated = acc.step()
+        assert updated is False, f"step() of micro-batch {j + 1} of 3 returned {updated}; " \
+                                 "only the k-th step() of a window updates (returns True)"
+        assert acc.micro_step == j + 1, f"micro_step is {acc.micro_step} after {j + 1} steps"
+    assert np.array_equal(w.numpy(), before), "the parameters moved before the window ended"
+
+
+@pytest.mark.exercise("4.5")
+def test_one_update_per_window_equals_the_full_batch():
+    w, w_full = _model(), _model()
+    lr = 0.1
+    acc = GradientAccumulator(SGD([w], lr=lr), accumulation_steps=4)
+    sizes = [1, 2, 2, 3]
+    start = 0
+    for n in sizes:
+        acc.backward(_mean_loss(w, X[start:start + n]), num_items=n)
+        updated = acc.step()
+        start += n
+    assert updated is True, "the 4th step() of a window of 4 must update and return True"
+    full_grad = _grad_of_sum(w_full.numpy(), X) / len(X)
+    expected = w_full.numpy() - lr * full_grad
+    assert_close(w, expected, "the parameters after one window of 4 micro-batches (8 items)",
+                 [(w_full.numpy() - lr * 8 * full_grad,
+                   "the accumulated gradient is 8.00 × the full-batch gradient: did you "
+                   "divide by the window's item count?"),
+                  (w_full.numpy() - lr * 2 * full_grad,
+                   "the accumulated gradient is 2.00 × the full-batch gradient: divide by "
+                   "the window's item count (8), not by the number of micro-batches (4)")])
+    assert w.grad is None, "after the update the gradients are zeroed for the next window"
+    assert acc.updates == 1, f"updates is {acc.updates} after one window"
+
+
+@pytest.mark.exercise("4.5")
+def test_update_clips_the_window_gradient():
+    w = _model()
+    acc = GradientAccumulator(SGD([w], lr=1.0), accumulation_steps=2, max_grad_norm=0.5)
+    before = w.numpy().copy()
+    for j in range(2):
+        acc.backward(_mean_loss(w, X[2 * j:2 * j + 2]), num_items=2)
+        acc.step()
+    full = _grad_of_sum(before, X[:4]) / 4
+    norm = np.linalg.norm(full)
+    assert acc.last_grad_norm == pytest.approx(norm), \
+        f"last_grad_norm is {acc.last_grad_norm}; expected the norm of the window's mean " \
+        f"gradient {norm:.4f} (clip after dividing by the item count)"
+    assert_close(w, before - full * 0.5 / (norm + 1e-6), "the parameters after a clipped update")

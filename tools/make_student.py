@@ -1,0 +1,252 @@
+"""Write the student copy of the course: ``make student [DEST=...] [CHAPTERS=3-5]``.
+
+The copy holds every file of the reference that git tracks (or would track: new
+files not ignored), without the git history and without the answer keys
+(``chapters/answers/``).  In the selected chapters every solution region of the
+library becomes ``raise NotImplementedError("Exercise N.M — ...")`` and every
+notebook's "your turn" regions and ``answer`` cells are blanked (outputs
+cleared).  Exercises of other chapters keep their reference code, so a teacher
+can hand out one part at a time on top of working earlier parts.
+
+The copy gets ``student.json`` (which exercises are blanked: the test runner's
+progress table reads it), the README section "How to work through the course",
+and a fresh git repository with one commit (unless ``--no-git``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):                       # run as a script
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    __package__ = "tools"
+
+from tools import exercises, solutions  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+EXCLUDED_PREFIXES = ("chapters/answers/",)
+STUDENT_FILE = "student.json"
+
+
+def tracked_files(root: Path) -> list[str]:
+    """Paths (posix, relative) of the files git tracks or would track under ``root``."""
+    try:
+        out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                              "--exclude-standard"], cwd=root, check=True,
+                             capture_output=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise SystemExit(f"make student: {root} must be a git checkout of minigrad "
+                         f"(git ls-files failed: {e})") from None
+    files = sorted({p for p in out.decode().split("\0") if p})
+    return [p for p in files if (root / p).is_file() or (root / p).is_symlink()]
+
+
+def _notebook_chapter(path: str) -> int | None:
+    name = Path(path).name
+    return int(name[:2]) if path.startswith("notebooks/") and name[:2].isdigit() else None
+
+
+def write_student_copy(dest: Path, *, root: Path = ROOT, chapters: str | None = None,
+                       only: list[str] | None = None, force: bool = False,
+                       git: bool = True, link: bool = False) -> dict:
+    """Write the student copy into ``dest``; return a summary dict.
+
+    Args:
+        chapters: which chapters to blank ("3-5", "1,3", "4-", None = all).
+        only: blank exactly these exercise ids instead (the self-test's
+            one-exercise copies); notebooks are then left as they are.
+        force: replace ``dest`` if it exists.
+        git: make the copy a fresh git repository with one commit.
+        link: hard-link the unchanged files instead of copying them (fast, for
+            throw-away copies only: editing a linked file edits the reference).
+
+    Raises:
+        SystemExit: ``dest`` exists (without ``force``) or lies inside the
+            reference's tracked tree, or CHAPTERS is malformed; RegionError
+            (a ValueError) for malformed regions.
+    """
+    root, dest = Path(root).resolve(), Path(dest).resolve()
+    if dest == root or root in dest.parents and not _ignored(root, dest):
+        raise SystemExit(f"make student: DEST={dest} lies inside the reference tree; "
+                         "choose a folder outside it or under build/")
+    if dest.exists():
+        if not force:
+            raise SystemExit(f"make student: {dest} already exists; remove it or pass "
+                             "--force (FORCE=1)")
+        shutil.rmtree(dest)
+    by_id = solutions.collect(root)
+    if only is not None:
+        unknown = [i for i in only if i not in by_id]
+        if unknown:
+            raise SystemExit(f"make student: no region for exercise(s) {unknown}")
+        blanked = sorted(only, key=exercises.sort_key)
+        blank_chapters = set()
+    else:
+        try:
+            blanked = exercises.parse_selection(chapters, by_id)
+        except ValueError as e:
+            raise SystemExit(f"make student: {e}") from None
+        blank_chapters = {exercises.chapter_of(i) for i in
+                          exercises.parse_selection(chapters, exercises.EXERCISES)}
+    regions_by_file: dict[str, list] = {}
+    for ident in blanked:
+        for region in by_id[ident]:
+            regions_by_file.setdefault(region.path, []).append(region)
+
+    def message(ident):
+        return exercises.stub_message(root, ident)
+
+    counts = {"files": 0, "regions": 0, "notebook_regions": 0, "answer_cells": 0}
+    for rel in tracked_files(root):
+        if rel.startswith(EXCLUDED_PREFIXES) or rel == STUDENT_FILE:
+            continue
+        src, out = root / rel, dest / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        counts["files"] += 1
+        if rel in regions_by_file:
+            text = src.read_text(encoding="utf-8")
+            out.write_text(solutions.blank_python(text, regions_by_file[rel], message),
+                           encoding="utf-8")
+            counts["regions"] += len(regions_by_file[rel])
+        elif rel.endswith(".ipynb") and _notebook_chapter(rel) in blank_chapters:
+            nb = json.loads(src.read_text(encoding="utf-8"))
+            new, n_regions, n_answers = solutions.blank_notebook(nb, rel)
+            if n_regions or n_answers:
+                out.write_text(json.dumps(new, indent=1, ensure_ascii=False) + "\n",
+                               encoding="utf-8")
+                counts["notebook_regions"] += n_regions
+                counts["answer_cells"] += n_answers
+            else:
+                _copy(src, out, link)
+        elif rel == "README.md":
+            out.write_text(_student_readme(src.read_text(encoding="utf-8"), blanked),
+                           encoding="utf-8")
+        else:
+            _copy(src, out, link)
+    summary = {"blanked": blanked,
+               "titles": {i: exercises.EXERCISES.get(i, "") for i in blanked},
+               "chapters": chapters or "all", **counts}
+    (dest / STUDENT_FILE).write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n",
+                                     encoding="utf-8")
+    if git:
+        _git_init(dest)
+    return summary
+
+
+def _ignored(root: Path, path: Path) -> bool:
+    """True when git ignores ``path`` (e.g. build/student inside the reference)."""
+    result = subprocess.run(["git", "check-ignore", "-q", str(path)], cwd=root,
+                            capture_output=True)
+    return result.returncode == 0
+
+
+def _copy(src: Path, out: Path, link: bool) -> None:
+    if src.is_symlink():
+        os.symlink(os.readlink(src), out)
+    elif link:
+        try:
+            os.link(src, out)
+            return
+        except OSError:
+            shutil.copy2(src, out)
+    else:
+        shutil.copy2(src, out)
+
+
+def _git_init(dest: Path) -> None:
+    cmd = ["git", "-c", "user.name=minigrad", "-c", "user.email=student@minigrad.invalid",
+           "-c", "commit.gpgsign=false"]
+    try:
+        subprocess.run(["git", "init", "-q"], cwd=dest, check=True, capture_output=True)
+        subprocess.run(["git", "add", "-A"], cwd=dest, check=True, capture_output=True)
+        subprocess.run(cmd + ["commit", "-q", "-m", "The course, exercises to do"],
+                       cwd=dest, check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"make student: note: no git repository made in {dest} ({e})",
+              file=sys.stderr)
+
+
+def _student_readme(text: str, blanked: list[str]) -> str:
+    """The README with the section "How to work through the course" after the intro."""
+    by_chapter: dict[int, list[str]] = {}
+    for ident in blanked:
+        by_chapter.setdefault(exercises.chapter_of(ident), []).append(ident)
+    listing = "\n".join(
+        f"* chapter {ch}: " + ", ".join(by_chapter[ch]) for ch in sorted(by_chapter))
+    section = f"""## How to work through the course
+
+This is your copy of minigrad. Its library is complete except for the graded
+exercises: in each one a function body (or its core lines) has been replaced by
+
+```python
+raise NotImplementedError("Exercise 3.2 — SGD: momentum and Nesterov: see chapters/03_optimizers.md#exercise-3.2")
+```
+
+Read the chapter the message points to, then replace the `raise` line with your
+code. Find an exercise with `grep -rn "Exercise 3.2 " minigrad/`.
+
+```bash
+make test              # every test, then a progress table: passed / not started / failing
+make test CHAPTER=3    # the tests of chapter 3 only
+make check EX=3.2      # the tests of exercise 3.2 only
+make demo              # the verification; it names the exercises it still needs
+```
+
+`make test` exits with status 0 only when every selected test passes. In the
+progress table an exercise is *not started* while its own stub still raises,
+*needs N.M* when its tests stop at the stub of an earlier exercise (do that one
+first), and *failing* when your code runs but gives a wrong result; the failure
+message above the table says what is wrong.
+
+Work through the chapters in order: later material builds on earlier exercises
+(everything backpropagates through the chapter 1 functions), while the tests of
+a chapter never depend on a later one.
+
+The notebooks have "your turn" cells (`name = ...  # your turn`) and
+"*Your answer:*" cells for the written questions. They are not part of
+`make test` in this copy (they would fail until you fill them in); run them
+with `make jupyter` and check them with
+`.venv/bin/python -m pytest --nbval-lax --nbval-current-env notebooks/`.
+
+Exercises to do in this copy:
+
+{listing}
+
+"""
+    lines = text.splitlines(keepends=True)
+    cut = next((i for i, line in enumerate(lines) if i > 0 and line.startswith("## ")),
+               len(lines))
+    return "".join(lines[:cut]) + section + "".join(lines[cut:])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="make student", description=__doc__.split("\n")[0])
+    parser.add_argument("--dest", default=str(ROOT / "build" / "student"),
+                        help="where to write the copy (default: build/student)")
+    parser.add_argument("--chapters", default=None,
+                        help="chapters whose exercises are blanked: 3-5, 1,3, 4- "
+                             "(default: all)")
+    parser.add_argument("--only", default=None,
+                        help="blank exactly these exercise ids (comma-separated)")
+    parser.add_argument("--force", action="store_true", help="replace DEST if it exists")
+    parser.add_argument("--no-git", action="store_true", help="do not git-init the copy")
+    parser.add_argument("--link", action="store_true",
+                        help="hard-link unchanged files (throw-away copies only)")
+    args = parser.parse_args(argv)
+    only = [i.strip() for i in args.only.split(",")] if args.only else None
+    summary = write_student_copy(Path(args.dest), chapters=args.chapters, only=only,
+                                 force=args.force, git=not args.no_git, link=args.link)
+    print(f"make student: wrote {args.dest}: {summary['files']} files, "
+          f"{len(summary['blanked'])} exercises blanked ({summary['regions']} regions), "
+          f"{summary['notebook_regions']} notebook regions, {summary['answer_cells']} "
+          f"answer cells; no answer keys, no history of the reference")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""The pytest plugin's chapter mapping and progress classification."""
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from tools.course_plugin import chapter_of_nodeid, exercise_status
+
+PATHS = {"tests/nn/": 2, "tests/nn/test_batchnorm.py": 2, "tests/optim/": 3,
+         "tests/optim/test_accumulation.py": 4}
+TESTS = {"tests/nn/test_batchnorm.py::test_merged": 6}
+
+
+def test_chapter_of_a_test_is_its_longest_match_or_override():
+    assert chapter_of_nodeid("tests/optim/test_sgd.py::test_x", PATHS, TESTS) == 3
+    assert chapter_of_nodeid("tests/optim/test_accumulation.py::test_y[1-2]", PATHS, TESTS) == 4
+    assert chapter_of_nodeid("tests/nn/test_batchnorm.py::test_merged[cpu]", PATHS, TESTS) == 6
+    assert chapter_of_nodeid("tests/nn/test_batchnorm.py::test_other", PATHS, TESTS) == 2
+    assert chapter_of_nodeid("notebooks/05_normalization_pitfalls.ipynb::Cell 3", PATHS,
+                             TESTS) == 5
+    assert chapter_of_nodeid("tests/test_new.py::test_z", PATHS, TESTS) is None
+
+
+def test_progress_status():
+    stubs = {"3.2"}
+    assert exercise_status("3.1", [("passed", None), ("skipped", None)], stubs) == "passed"
+    assert exercise_status("3.2", [("failed", "3.2"), ("passed", None)], stubs) == "not started"
+    assert exercise_status("3.3", [("failed", "3.2")], stubs) == "needs 3.2"
+    assert exercise_status("3.3", [("failed", None)], stubs) == "failing"
+    assert exercise_status("9.2", [("skipped", None)], stubs) == "skipped"
+
+
+def test_progress_table_in_a_student_tree(tmp_path):
+    """A tiny tree with student.json: the table names each exercise's state and the
+    exit status is non-zero while one is not done."""
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "student.json").write_text("{}")
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["tools.course_plugin"]\n')
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "__init__.py").write_text("")
+    (tmp_path / "tests" / "chapters.py").write_text('PATHS = {"tests/": 1}\nTESTS = {}\n')
+    (tmp_path / "tools").symlink_to(root / "tools")
+    (tmp_path / "minigrad").mkdir()
+    (tmp_path / "minigrad" / "__init__.py").write_text(
+        'def mul():\n    raise NotImplementedError("Exercise 1.2 — Mul.backward: the '
+        'product rule: see x")\n')
+    (tmp_path / "tests" / "test_x.py").write_text(textwrap.dedent('''
+        import pytest
+        import minigrad
+
+        @pytest.mark.exercise("1.1")
+        def test_add():
+            assert 1 + 1 == 2
+
+        @pytest.mark.exercise("1.2")
+        def test_mul():
+            minigrad.mul()
+
+        @pytest.mark.exercise("1.3")
+        def test_div():
+            assert 1 / 2 == 0.4, "the quotient is wrong"
+    '''))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "tests", "--strict-markers"], cwd=tmp_path,
+                          env={"PYTHONPATH": str(tmp_path), "PATH": ""},
+                          capture_output=True, text=True)
+    out = proc.stdout
+    assert proc.returncode != 0, out
+    lines = {line.split()[0]: line for line in out.splitlines()
+             if line[:3] in ("1.1", "1.2", "1.3")}
+    assert lines["1.1"].rstrip().endswith("passed"), out
+    assert lines["1.2"].rstrip().endswith("not started"), out
+    assert lines["1.3"].rstrip().endswith("failing"), out
