@@ -84,6 +84,14 @@ class GradientAccumulator:
             once per update.
         model: an optional :class:`~minigrad.nn.Module`; when given, its
             BatchNorm layers merge their running statistics over each window.
+        comm: an optional MPI communicator (``minigrad.distributed.init()``)
+            for data parallelism: at the window's end the gradients and item
+            counts of every rank are summed by one all-reduce before the
+            division by the global item count, so every rank takes the
+            update of the whole W-rank window
+            (:func:`minigrad.distributed.reduce_window`).  Every rank must
+            make the same number of ``step()`` calls per window and call
+            ``flush()`` together, which then always communicates.
 
     Attributes:
         micro_step: micro-batches completed in the current window (0 ... k-1).
@@ -140,7 +148,7 @@ class GradientAccumulator:
                    "optimizer", "scheduler", "batchnorm")
 
     def __init__(self, optimizer, accumulation_steps, *, max_grad_norm=None,
-                 scheduler=None, model=None):
+                 scheduler=None, model=None, comm=None):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"GradientAccumulator: optimizer must be a minigrad Optimizer, "
                             f"got {type(optimizer).__name__}")
@@ -162,6 +170,7 @@ class GradientAccumulator:
         self.max_grad_norm = max_grad_norm
         self.scheduler = scheduler
         self.model = model
+        self.comm = comm
         if model is not None:
             from .. import nn  # noqa: PLC0415 (optim works without nn; loaded on demand)
             if not isinstance(model, nn.Module):
@@ -291,7 +300,7 @@ class GradientAccumulator:
         if self._awaiting_step:
             raise RuntimeError("GradientAccumulator.flush: the last backward() has no "
                                "step() yet; call step() before flush()")
-        if self.micro_step == 0:
+        if self.micro_step == 0 and self.comm is None:
             return False
         return self._update()
 
@@ -302,6 +311,8 @@ class GradientAccumulator:
 
     def _update(self) -> bool:
         """Normalize by the window's total, clip, step optimizer and scheduler once."""
+        if self.comm is not None and not self._reduce_window():
+            return False                # no rank had a micro-batch (flush at the end)
         total = self._item_total
         self.window_loss = self._loss_sum / total
         params = self._params_with_grad()
@@ -322,6 +333,11 @@ class GradientAccumulator:
         self.updates += 1
         self._reset_window()
         return True
+
+    def _reduce_window(self) -> bool:
+        """Data parallelism: sum gradients and counts over the ranks, one all-reduce."""
+        from ..distributed import reduce_window  # noqa: PLC0415 (loaded on demand)
+        return reduce_window(self)
 
     def _skip_window(self) -> None:
         warnings.warn(f"GradientAccumulator: non-finite loss or gradient in the window "
