@@ -300,7 +300,9 @@ class GradientAccumulator:
         if self._awaiting_step:
             raise RuntimeError("GradientAccumulator.flush: the last backward() has no "
                                "step() yet; call step() before flush()")
-        if self.micro_step == 0 and self.comm is None:
+        if self.comm is not None:       # collective: other ranks may hold items
+            return self._update()
+        if self.micro_step == 0:
             return False
         return self._update()
 
