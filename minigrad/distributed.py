@@ -509,18 +509,14 @@ def find_mpiexec() -> str | None:
 
 
 def launcher_env(base=None) -> dict:
-    """The environment for ``mpiexec`` on a small, shared machine.
+    """The environment for ``mpiexec`` on a small, shared machine: one
+    BLAS/OpenMP thread per rank, values already set kept.
 
-    One BLAS/OpenMP thread per rank (W ranks with a thread pool each fight
-    for the cores), and MPICH's progress engine told to sleep briefly after
-    failed polls instead of busy-waiting (``MPIR_CVAR_CH4_PROGRESS_THROTTLE``),
-    which matters when there are more ranks than cores.  Values already set
-    are kept.
+    W ranks that each start a BLAS thread pool fight for the cores: 4 ranks
+    on 2 cores ran a matmul loop 20 times slower with the default thread
+    pools (8.45 s against 0.35-0.48 s; ``benchmarks/bench_distributed.py``).
     """
     env = dict(os.environ if base is None else base)
-    defaults = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",
-                "MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT": "64"}
-    for key, value in defaults.items():
-        env.setdefault(key, value)
+    for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(key, "1")
     return env

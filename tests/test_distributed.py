@@ -230,10 +230,10 @@ def test_data_parallel_suite_alone_passes():
     assert report["passed"], failed
 
 
-def test_launcher_env_sets_one_thread_and_keeps_user_values():
+def test_launcher_env_sets_one_blas_thread_and_keeps_user_values():
     env = dist.launcher_env({"OMP_NUM_THREADS": "3"})
     assert env["OMP_NUM_THREADS"] == "3" and env["OPENBLAS_NUM_THREADS"] == "1"
-    assert env["MPIR_CVAR_CH4_PROGRESS_THROTTLE"] == "1"
+    assert env["MKL_NUM_THREADS"] == "1"
 
 
 # ----------------------------------------------------------- W = 2 and 4 ranks, MPI

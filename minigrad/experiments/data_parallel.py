@@ -240,26 +240,27 @@ def _collectives(comm, X, y, k=4):
 
 
 def _timing(comm, repeats=30):
-    """Seconds per exchange of the MLP's gradients: one buffer Allreduce of the
-    packed gradients vs one pickled ``allreduce`` per parameter."""
+    """Seconds per exchange of the MLP's gradients (median over ``repeats``,
+    interleaved, on rank 0's clock): one buffer Allreduce of the packed
+    gradients vs one pickled ``allreduce`` per parameter."""
     model = _mlp()
     grads = [np.random.default_rng(i).standard_normal(p.shape) for i, p in
              enumerate(model.parameters())]
     packed = np.concatenate([g.ravel() for g in grads] + [[1.0]])
     mpi = dist._mpi_of(comm)
-    results = {}
-    for name in ("buffer", "pickled"):
-        comm.Barrier()
-        start = time.perf_counter()
-        for _ in range(repeats):
+    op = None if mpi is None else mpi.SUM
+    samples = {"buffer": [], "pickled": []}
+    for _ in range(repeats):                  # interleaved; the median of each
+        for name in samples:
+            comm.Barrier()
+            start = time.perf_counter()
             if name == "buffer":
                 dist.allreduce_sum_(comm, packed)
             else:
-                _ = [comm.allreduce(g, op=None if mpi is None else mpi.SUM) for g in grads]
-        comm.Barrier()
-        results[name] = (time.perf_counter() - start) / repeats
+                _ = [comm.allreduce(g, op=op) for g in grads]
+            samples[name].append(time.perf_counter() - start)
     # every rank reports rank 0's clock
-    results = comm.bcast(results, root=0)
+    results = comm.bcast({k: float(np.median(v)) for k, v in samples.items()}, root=0)
     return {"buffer_s": results["buffer"], "pickled_s": results["pickled"],
             "ratio": results["pickled"] / results["buffer"], "repeats": repeats,
             "bytes": int(packed.nbytes)}
