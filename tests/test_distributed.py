@@ -329,3 +329,37 @@ def test_mpi_failing_rank_ends_the_job_nonzero(launch):
     assert out.returncode != 0
     assert "rank 1 fails" in out.stderr and "unreachable" not in out.stdout
     assert seconds < 30
+
+
+# ------------------------------------------------------------ devices (cuda skips)
+def test_reduce_window_on_device_matches_plain_accumulation(device, float64):
+    """CuPy gradients are packed on the device, staged through the host once."""
+    rng = np.random.default_rng(4)
+    batches = [(rng.standard_normal((n, 5)), rng.integers(0, 2, n)) for n in (3, 5, 2)]
+    results = []
+    for comm in (None, dist.CountingCommunicator(dist.LocalCommunicator())):
+        model = _model().to(device)
+        acc = GradientAccumulator(AdamW(model.parameters(), lr=0.01), 3, comm=comm)
+        for x, t in batches:
+            out = model(minigrad.tensor(x, device=device))
+            acc.backward(F.cross_entropy(out, minigrad.tensor(t, device=device)),
+                         num_items=len(x))
+            acc.step()
+        assert all(p.device == device for p in model.parameters())
+        results.append([p.numpy() for p in model.parameters()])
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_sync_batchnorm_on_device(device, float64):
+    rng = np.random.default_rng(5)
+    x, g = rng.standard_normal((5, 3)), rng.standard_normal((5, 3))
+    grads = []
+    for layer in (nn.BatchNorm1d(3), nn.SyncBatchNorm(3, process_group=dist.LocalCommunicator())):
+        layer.to(device)
+        xt = minigrad.tensor(x, device=device, requires_grad=True)
+        layer(xt).backward(minigrad.tensor(g, device=device))
+        assert xt.grad.device == device and layer.running_var.device == device
+        grads.append((xt.grad.numpy(), layer.weight.grad.numpy(), layer.running_var.numpy()))
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
