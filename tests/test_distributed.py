@@ -365,3 +365,10 @@ def test_sync_batchnorm_on_device(device, float64):
         grads.append((xt.grad.numpy(), layer.weight.grad.numpy(), layer.running_var.numpy()))
     for a, b in zip(*grads):
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
+
+
+def test_sync_batchnorm_leaves_running_stats_alone_when_recomputed(float64):
+    layer = nn.SyncBatchNorm(3, process_group=dist.LocalCommunicator())
+    x = minigrad.tensor(np.random.default_rng(6).standard_normal((4, 3)), requires_grad=True)
+    minigrad.checkpoint(layer, x).sum().backward()     # forward, then recomputed in backward
+    assert int(layer.num_batches_tracked.item()) == 1

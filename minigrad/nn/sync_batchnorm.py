@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend
-from ..autograd import Function
+from ..autograd import Function, is_recomputing
 from ..backend import get_array_module
 from ..functions.norm import _affine_grads, _channel_affine, channel_shape, moments
 from ..tensor import Tensor
@@ -170,7 +170,7 @@ class SyncBatchNorm(_BatchNorm):
             self.process_group = _default_comm()
         fn = SyncBatchNormTrain(self.process_group, eps=self.eps)
         out = fn(x) if self.weight is None else fn(x, self.weight, self.bias)
-        if self.training and self.track_running_stats:
+        if self.training and self.track_running_stats and not is_recomputing():
             if self.merge_running_stats:
                 self._pending = merge_moments(self._pending, fn.stats)
             else:
