@@ -357,10 +357,22 @@ def format_report(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _one_blas_thread() -> None:
+    """One BLAS thread per rank, also when the launcher did not set
+    OMP_NUM_THREADS (threadpoolctl, from the dev extra, when installed)."""
+    try:
+        from threadpoolctl import threadpool_limits  # noqa: PLC0415 (optional)
+    except ImportError:
+        return
+    threadpool_limits(1)
+
+
 def main(json_path=None, quick=False) -> int:
     """``minigrad verify --distributed``: run, print on rank 0, write JSON; exit status."""
     comm = dist.init()
     W, rank = dist.world_size(comm), dist.rank(comm)
+    if W > 1:
+        _one_blas_thread()
     if rank == 0:
         print(f"minigrad verify --distributed: {W} rank{'s' if W > 1 else ''}, float64"
               f"{', quick' if quick else ''}", flush=True)
