@@ -112,6 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "as PNG files in DIR (needs matplotlib)")
     verify.add_argument("--quick", action="store_true",
                         help="fewer updates per case (a few seconds; for tests)")
+    verify.add_argument("--distributed", action="store_true",
+                        help="run the data-parallel cases on every MPI rank: mpiexec -n 4 "
+                             "python -m mpi4py -m minigrad verify --distributed (--json "
+                             "is written by rank 0)")
     verify.set_defaults(command_parser=verify)
 
     train = commands.add_parser(
@@ -197,6 +201,9 @@ def run_verify(args) -> int:
     """``minigrad verify``: run the suite, print the table, write JSON and plots."""
     from .experiments import suite  # noqa: PLC0415
 
+    if args.distributed:
+        from .experiments import data_parallel  # noqa: PLC0415
+        return data_parallel.main(args.json, quick=args.quick)
     dtype = np.dtype(args.dtype)
     cases = suite.verification_cases(args.quick)
     print(f"minigrad verify: {len(cases)} cases, full batch vs gradient accumulation, "

@@ -17,3 +17,6 @@ from .pooling import AvgPool2d, MaxPool2d
 
 # exact BatchNorm under gradient accumulation (multi-pass)
 from .exact_batchnorm import ExactBatchNormPasses, exact_batchnorm_backward
+
+# BatchNorm over the batches of every data-parallel rank (minigrad.distributed)
+from .sync_batchnorm import SyncBatchNorm

@@ -98,6 +98,14 @@ class GradientAccumulator:
             once per update.
         model: an optional :class:`~minigrad.nn.Module`; when given, its
             BatchNorm layers merge their running statistics over each window.
+        comm: an optional MPI communicator (``minigrad.distributed.init()``)
+            for data parallelism: at the window's end the gradients and item
+            counts of every rank are summed by one all-reduce before the
+            division by the global item count, so every rank takes the
+            update of the whole W-rank window
+            (:func:`minigrad.distributed.reduce_window`).  Every rank must
+            make the same number of ``step()`` calls per window and call
+            ``flush()`` together, which then always communicates.
 
     Attributes:
         micro_step: micro-batches completed in the current window (0 ... k-1).
@@ -154,7 +162,7 @@ class GradientAccumulator:
                    "optimizer", "scheduler", "batchnorm")
 
     def __init__(self, optimizer, accumulation_steps, *, max_grad_norm=None,
-                 scheduler=None, model=None):
+                 scheduler=None, model=None, comm=None):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"GradientAccumulator: optimizer must be a minigrad Optimizer, "
                             f"got {type(optimizer).__name__}")
@@ -176,6 +184,7 @@ class GradientAccumulator:
         self.max_grad_norm = max_grad_norm
         self.scheduler = scheduler
         self.model = model
+        self.comm = comm
         if model is not None:
             from .. import nn  # noqa: PLC0415 (optim works without nn; loaded on demand)
             if not isinstance(model, nn.Module):
@@ -332,6 +341,8 @@ class GradientAccumulator:
         if self._awaiting_step:
             raise RuntimeError("GradientAccumulator.flush: the last backward() has no "
                                "step() yet; call step() before flush()")
+        if self.comm is not None:       # collective: other ranks may hold items
+            return self._update()
         # BEGIN SOLUTION ch05.1
         if self.micro_step == 0:
             return False
@@ -357,6 +368,9 @@ class GradientAccumulator:
         try:
             params = self._params_with_grad()
             if self._prepared is None:
+                if self.comm is not None and not self._reduce_window():
+                    self._undo_scheduler(ahead)
+                    return False            # no rank had a micro-batch (flush at the end)
                 total = self._item_total
                 if total == 0:              # every micro-batch empty: no mean to step on
                     self._undo_scheduler(ahead)
@@ -415,6 +429,11 @@ class GradientAccumulator:
         else:
             self.scheduler.load_state_dict(before)
         _set_rates(self.optimizer, rates)
+
+    def _reduce_window(self) -> bool:
+        """Data parallelism: sum gradients and counts over the ranks, one all-reduce."""
+        from ..distributed import reduce_window  # noqa: PLC0415 (loaded on demand)
+        return reduce_window(self)
 
     def _skip_window(self, window_loss,
                      reason="non-finite loss or gradient in the window") -> None:
