@@ -13,7 +13,7 @@ TEST_PATHS := tests $(if $(NOTEBOOKS),notebooks)
 # --nbval-current-env: run notebooks in this venv's kernel, not a system one.
 PYTEST_ARGS := $(TEST_PATHS) --nbval-lax --nbval-current-env -q
 
-.PHONY: venv test demo bench test-gpu notebooks jupyter clean
+.PHONY: venv test demo bench test-gpu notebooks jupyter clean site serve
 
 venv: $(STAMP)
 
@@ -45,6 +45,20 @@ notebooks: venv
 jupyter: venv
 	$(PIP) install -e '.[notebooks]'
 	$(VENV)/bin/jupyter lab notebooks/
+
+# The course as a static website in build/site (strict: any warning fails the build);
+# open build/site/index.html, or `make serve` for http://127.0.0.1:8000/.
+SITE_STAMP := $(VENV)/.site-installed
+$(SITE_STAMP): pyproject.toml $(STAMP)
+	$(PIP) install -e '.[site]'
+	touch $(SITE_STAMP)
+
+site: $(SITE_STAMP)
+	$(PY) -m sphinx -W --keep-going -E -q -b html -c docs -d build/site-doctrees . build/site
+	@echo "site: build/site/index.html"
+
+serve: site
+	$(PY) -m http.server --bind 127.0.0.1 --directory build/site 8000
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis

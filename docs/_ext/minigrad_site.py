@@ -1,0 +1,174 @@
+"""Sphinx glue for the minigrad course site (used by ``docs/conf.py`` and the site tests).
+
+* ``public_names(module_name)``: the public names of a package, read from its
+  ``__init__.py``: ``__all__`` when it is defined, else every name that file
+  binds at its top level (imports, assignments, definitions) not starting with "_".
+* The ``minigrad-api`` directive expands into one ``automodule`` for the package's
+  public objects and one section per public submodule, so the reference follows
+  the package as it grows.
+* ``source-read`` appends a hidden, globbed table of contents to the syllabus
+  (the root document) in memory, so every chapter, answer and notebook that
+  exists is in the navigation without editing the course files.
+* ``build-finished`` copies MathJax 3 (shipped by the ``django-static-mathjax``
+  wheel, no Django needed) into ``_static/mathjax``: maths renders offline.
+"""
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import inspect
+import shutil
+from pathlib import Path
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.util.docutils import SphinxDirective
+from sphinx.util.nodes import nested_parse_with_titles
+
+ROOT_DOC = "chapters/README"
+
+# The packages whose public names the reference lists, one page each (docs/api/NAME.rst).
+API_PACKAGES = ("minigrad", "minigrad.nn", "minigrad.optim")
+
+# Appended to the syllabus when Sphinx reads it; the files themselves are not touched.
+TOCTREE = """
+
+```{toctree}
+:hidden:
+:caption: Chapters
+:glob:
+
+/chapters/[0-9]*
+```
+
+```{toctree}
+:hidden:
+:caption: Notebooks
+:glob:
+
+/notebooks/*
+```
+
+```{toctree}
+:hidden:
+:caption: Answers
+:glob:
+
+/chapters/answers/*
+```
+
+```{toctree}
+:hidden:
+:caption: Reference
+
+/docs/api/index
+```
+"""
+
+
+def _init_file(module_name: str) -> Path:
+    spec = importlib.util.find_spec(module_name)
+    if spec is None or spec.origin is None:
+        raise ImportError(f"cannot find the package {module_name!r}")
+    return Path(spec.origin)
+
+
+def public_names(module_name: str) -> list[str]:
+    """The public names of package ``module_name``, in the order its ``__init__.py`` gives.
+
+    ``__all__`` when the module defines it; otherwise every top-level name bound in
+    ``__init__.py`` that does not start with an underscore.
+    """
+    module = importlib.import_module(module_name)
+    if hasattr(module, "__all__"):
+        return list(module.__all__)
+    tree = ast.parse(_init_file(module_name).read_text(encoding="utf-8"))
+    names: list[str] = []
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+                continue
+            bound = [a.asname or a.name.split(".")[0] for a in node.names]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound = [node.name]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound = [t.id for t in targets if isinstance(t, ast.Name)]
+        else:
+            continue
+        names += [n for n in bound if not n.startswith("_") and n not in names]
+    return names
+
+
+def split_public(module_name: str) -> tuple[list[str], list[str]]:
+    """(objects, submodules) among the public names of ``module_name``."""
+    module = importlib.import_module(module_name)
+    objects, submodules = [], []
+    for name in public_names(module_name):
+        value = getattr(module, name)
+        (submodules if inspect.ismodule(value) else objects).append(name)
+    return objects, submodules
+
+
+class MinigradAPI(SphinxDirective):
+    """``minigrad-api`` MODULE: the module's public objects, then each public submodule."""
+
+    required_arguments = 1
+
+    def run(self):
+        name = self.arguments[0]
+        objects, submodules = split_public(name)
+        lines = [f".. automodule:: {name}", f"   :members: {', '.join(objects)}",
+                 "   :imported-members:", "   :member-order: bysource", ""]
+        package = importlib.import_module(name)
+        for sub in submodules:
+            full = getattr(package, sub).__name__
+            module = importlib.import_module(full)
+            lines += [f"``{full}``", "-" * (len(full) + 4), ""]
+            if full in API_PACKAGES:  # it has a page of its own: point there
+                lines += [f"The package has its own page: :doc:`{full}`.", ""]
+                continue
+            lines += [f".. automodule:: {full}"]
+            if hasattr(module, "__path__") or hasattr(module, "__all__"):
+                lines += [f"   :members: {', '.join(split_public(full)[0])}",
+                          "   :imported-members:"]
+            else:  # a plain module: what it defines itself
+                lines += ["   :members:"]
+            lines += ["   :member-order: bysource", ""]
+        node = nodes.section()
+        node.document = self.state.document
+        nested_parse_with_titles(self.state, StringList(lines, source=f"<minigrad-api {name}>"),
+                                 node)
+        return node.children
+
+
+def _append_toctree(app, docname, source):
+    if docname == app.config.root_doc:
+        source[0] = source[0] + TOCTREE
+
+
+def _copy_mathjax(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    spec = importlib.util.find_spec("mathjax")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("MathJax is missing: install the site extra "
+                           "(pip install -e '.[site]'), which ships it in django-static-mathjax")
+    es5 = Path(list(spec.submodule_search_locations)[0]) / "static" / "mathjax" / "es5"
+    target = Path(app.outdir) / "_static" / "mathjax"
+    if target.exists():
+        shutil.rmtree(target)
+    # the component, the fonts it asks for, and the TeX extensions it may autoload
+    target.mkdir(parents=True)
+    shutil.copy2(es5 / "tex-chtml.js", target / "tex-chtml.js")
+    for sub in ("output/chtml/fonts/woff-v2", "input/tex/extensions", "ui", "a11y", "sre"):
+        if (es5 / sub).exists():
+            shutil.copytree(es5 / sub, target / sub)
+
+
+def setup(app):
+    app.add_directive("minigrad-api", MinigradAPI)
+    app.connect("source-read", _append_toctree)
+    app.connect("build-finished", _copy_mathjax)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
