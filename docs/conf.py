@@ -25,7 +25,7 @@ extensions = [
 ]
 
 root_doc = "chapters/README"
-include_patterns = ["chapters/**", "notebooks/*.ipynb", "docs/api/**"]
+include_patterns = ["chapters/**", "notebooks/*.ipynb", "docs/api/**", "docs/notebooks.md"]
 exclude_patterns = [".venv", "build", ".git", "**/.ipynb_checkpoints", "chapters/fragments/**"]
 
 # Notebooks are shown with the outputs they were committed with.
@@ -40,6 +40,7 @@ autodoc_default_options = {"member-order": "bysource"}
 autodoc_typehints = "description"
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
+napoleon_use_ivar = True          # "Attributes:" as fields: no second entry beside the members
 
 # Maths offline: MathJax 3 is copied into _static/mathjax after the build.
 mathjax_path = "mathjax/tex-chtml.js"

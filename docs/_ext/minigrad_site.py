@@ -9,6 +9,8 @@
 * ``source-read`` appends a hidden, globbed table of contents to the syllabus
   (the root document) in memory, so every chapter, answer and notebook that
   exists is in the navigation without editing the course files.
+* ``source-read`` also turns a Markdown link to a course folder into a link to
+  that folder's listing page (``docs/notebooks.md``).
 * ``build-finished`` copies MathJax 3 (shipped by the ``django-static-mathjax``
   wheel, no Django needed) into ``_static/mathjax``: maths renders offline.
 """
@@ -18,6 +20,8 @@ import ast
 import importlib
 import importlib.util
 import inspect
+import os
+import re
 import shutil
 from pathlib import Path
 
@@ -45,9 +49,8 @@ TOCTREE = """
 ```{toctree}
 :hidden:
 :caption: Notebooks
-:glob:
 
-/notebooks/*
+/docs/notebooks
 ```
 
 ```{toctree}
@@ -120,7 +123,7 @@ class MinigradAPI(SphinxDirective):
         name = self.arguments[0]
         objects, submodules = split_public(name)
         lines = [f".. automodule:: {name}", f"   :members: {', '.join(objects)}",
-                 "   :imported-members:", "   :member-order: bysource", ""]
+                 "   :imported-members:", "   :undoc-members:", "   :member-order: bysource", ""]
         package = importlib.import_module(name)
         for sub in submodules:
             full = getattr(package, sub).__name__
@@ -141,6 +144,26 @@ class MinigradAPI(SphinxDirective):
         nested_parse_with_titles(self.state, StringList(lines, source=f"<minigrad-api {name}>"),
                                  node)
         return node.children
+
+
+# A link to a folder of the course (``[notebooks/](../notebooks)``) opens that
+# folder's listing page in the site.
+FOLDER_PAGES = {"notebooks": "docs/notebooks.md"}
+_LINK = re.compile(r"\]\(([^)\s#]+?)/?\)")
+
+
+def _folder_links(app, docname, source):
+    srcdir = Path(app.srcdir)
+    here = (srcdir / docname).parent
+
+    def replace(match):
+        target = (here / match.group(1)).resolve()
+        if target.is_dir() and target.parent == srcdir and target.name in FOLDER_PAGES:
+            page = srcdir / FOLDER_PAGES[target.name]
+            return f"]({Path(os.path.relpath(page, here)).as_posix()})"
+        return match.group(0)
+
+    source[0] = _LINK.sub(replace, source[0])
 
 
 def _append_toctree(app, docname, source):
@@ -169,6 +192,7 @@ def _copy_mathjax(app, exception):
 
 def setup(app):
     app.add_directive("minigrad-api", MinigradAPI)
+    app.connect("source-read", _folder_links)
     app.connect("source-read", _append_toctree)
     app.connect("build-finished", _copy_mathjax)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
