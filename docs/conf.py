@@ -37,7 +37,7 @@ myst_heading_anchors = 3
 suppress_warnings = ["myst.xref_missing"]
 
 autodoc_default_options = {"member-order": "bysource"}
-autodoc_typehints = "description"
+autodoc_typehints = "signature"
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 napoleon_use_ivar = True          # "Attributes:" as fields: no second entry beside the members
