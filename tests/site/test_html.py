@@ -1,7 +1,7 @@
 """The site checker itself: it finds each kind of broken link it is meant to find."""
 from __future__ import annotations
 
-from .html import broken_links, external_resources
+from .sitehtml import broken_links, external_resources
 
 
 def _site(tmp_path, pages: dict[str, str]):

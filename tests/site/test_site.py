@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT
-from .html import broken_links, external_resources, parse_page
+from .sitehtml import broken_links, external_resources, parse_page
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 minigrad_site = pytest.importorskip("minigrad_site", reason="the site extra is not installed")
