@@ -13,7 +13,7 @@ TEST_PATHS := tests $(if $(NOTEBOOKS),notebooks)
 # --nbval-current-env: run notebooks in this venv's kernel, not a system one.
 PYTEST_ARGS := $(TEST_PATHS) --nbval-lax --nbval-current-env -q
 
-.PHONY: venv test demo bench test-gpu notebooks jupyter clean site serve
+.PHONY: venv test demo bench test-gpu notebooks jupyter clean
 
 venv: $(STAMP)
 
@@ -48,6 +48,7 @@ jupyter: venv
 
 # The course as a static website in build/site (strict: any warning fails the build);
 # open build/site/index.html, or `make serve` for http://127.0.0.1:8000/.
+.PHONY: site serve
 SITE_STAMP := $(VENV)/.site-installed
 $(SITE_STAMP): pyproject.toml $(STAMP)
 	$(PIP) install -e '.[site]'
