@@ -168,7 +168,93 @@ def _folder_links(app, docname, source):
 
 def _append_toctree(app, docname, source):
     if docname == app.config.root_doc:
-        source[0] = source[0] + TOCTREE
+        # only the sections that have files (a glob matching nothing is a warning)
+        srcdir = Path(app.srcdir)
+        blocks = [b for b in TOCTREE.split("\n\n```") if b.strip()]
+        kept = []
+        for block in blocks:
+            block = block if block.startswith("```") else "```" + block
+            entries = [line for line in block.splitlines() if line.startswith("/")]
+            if all(list(srcdir.glob(e[1:] + ("" if "*" in e else ".*"))) for e in entries):
+                kept.append(block)
+        source[0] = source[0] + "\n\n" + "\n\n".join(kept) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# Docstrings written for help(): plain-text maths such as |x| or (N, *) is not
+# reStructuredText markup.  Each docstring (after napoleon) is parsed once on
+# its own; when docutils objects, the characters that plain text uses literally
+# are escaped (| always, unpaired * next), and if it still objects the docstring
+# is shown verbatim as a literal block, exactly as help() shows it.
+# ---------------------------------------------------------------------------
+
+_LITERAL_OR_ROLE = re.compile(r"(``.+?``|:[\w:.-]+:`[^`]*`|`[^`]*`_?)")
+_STAR_PAIR = re.compile(r"\*\*[^*\s](?:[^*]*?[^*\s])?\*\*|\*[^*\s](?:[^*]*?[^*\s])?\*(?![\w*])")
+_SPHINX_ONLY = re.compile(r"^(\s*)\.\. (seealso|versionadded|versionchanged|deprecated|"
+                          r"py:\w+|autolink-\w+)::", re.M)
+
+
+def _rst_problems(text: str) -> bool:
+    """Whether docutils reports a warning or error for ``text`` (roles as literals)."""
+    import io
+
+    from docutils.core import publish_doctree
+    from docutils.utils import SystemMessage
+    text = re.sub(r":[\w:.-]+:`([^`]*)`", r"``\1``", text)
+    text = _SPHINX_ONLY.sub(r"\1.. note::", text)
+    try:
+        doctree = publish_doctree(text, settings_overrides={
+            "report_level": 5, "halt_level": 5, "warning_stream": io.StringIO(),
+            "file_insertion_enabled": False, "raw_enabled": False})
+    except SystemMessage:
+        return True
+    return any(m["level"] >= 2 for m in doctree.findall(nodes.system_message))
+
+
+def _escape_line(line: str, stars: bool) -> str:
+    stripped = line.strip()
+    if stripped.startswith(("+-", "+=")) or (stripped.startswith("|") and stripped.endswith("|")):
+        return line                      # a grid table
+    parts = _LITERAL_OR_ROLE.split(line)
+    for i in range(0, len(parts), 2):    # the even parts are outside literals and roles
+        text = parts[i].replace("|", "\\|")
+        if stars:
+            pieces = _STAR_PAIR.split(text)
+            pairs = _STAR_PAIR.findall(text)
+            text = "".join(p.replace("*", "\\*") + (pairs[j] if j < len(pairs) else "")
+                           for j, p in enumerate(pieces))
+        parts[i] = text
+    return "".join(parts)
+
+
+def _escape(lines: list[str], stars: bool) -> list[str]:
+    out, literal_indent, expecting_literal = [], None, False
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if literal_indent is not None:
+            if line.strip() and indent <= literal_indent:
+                literal_indent = None
+            else:
+                out.append(line)
+                continue
+        if expecting_literal and line.strip():
+            expecting_literal = False
+        out.append(_escape_line(line, stars) if line.strip() else line)
+        if line.rstrip().endswith("::"):
+            literal_indent, expecting_literal = indent, True
+    return out
+
+
+def _plain_text_docstrings(app, what, name, obj, options, lines):
+    if not lines or not _rst_problems("\n".join(lines)):
+        return
+    for stars in (False, True):
+        escaped = _escape(lines, stars)
+        if not _rst_problems("\n".join(escaped)):
+            lines[:] = escaped
+            return
+    verbatim = ["::", ""] + ["    " + line for line in lines]
+    lines[:] = verbatim
 
 
 def _copy_mathjax(app, exception):
@@ -195,4 +281,6 @@ def setup(app):
     app.connect("source-read", _folder_links)
     app.connect("source-read", _append_toctree)
     app.connect("build-finished", _copy_mathjax)
+    # after napoleon (priority 500): check what Sphinx will parse
+    app.connect("autodoc-process-docstring", _plain_text_docstrings, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
