@@ -204,11 +204,12 @@ def _rst_problems(text: str) -> bool:
     text = _SPHINX_ONLY.sub(r"\1.. note::", text)
     try:
         doctree = publish_doctree(text, settings_overrides={
-            "report_level": 5, "halt_level": 5, "warning_stream": io.StringIO(),
+            "report_level": 2, "halt_level": 5, "warning_stream": io.StringIO(),
             "file_insertion_enabled": False, "raw_enabled": False})
     except SystemMessage:
         return True
-    return any(m["level"] >= 2 for m in doctree.findall(nodes.system_message))
+    return any(True for _ in doctree.findall(nodes.problematic)) or any(
+        m["level"] >= 2 for m in doctree.findall(nodes.system_message))
 
 
 def _escape_line(line: str, stars: bool) -> str:
