@@ -26,6 +26,7 @@ import shutil
 from pathlib import Path
 
 from docutils import nodes
+from docutils.parsers.rst import roles
 from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import nested_parse_with_titles
@@ -188,6 +189,7 @@ def _append_toctree(app, docname, source):
 # is shown verbatim as a literal block, exactly as help() shows it.
 # ---------------------------------------------------------------------------
 
+_DOCUTILS_ROLE = roles.role   # docutils' role lookup, before Sphinx swaps in its own
 _LITERAL_OR_ROLE = re.compile(r"(``.+?``|:[\w:.-]+:`[^`]*`|`[^`]*`_?)")
 _STAR_PAIR = re.compile(r"\*\*[^*\s](?:[^*]*?[^*\s])?\*\*|\*[^*\s](?:[^*]*?[^*\s])?\*(?![\w*])")
 _SPHINX_ONLY = re.compile(r"^(\s*)\.\. (seealso|versionadded|versionchanged|deprecated|"
@@ -200,14 +202,25 @@ def _rst_problems(text: str) -> bool:
 
     from docutils.core import publish_doctree
     from docutils.utils import SystemMessage
-    text = re.sub(r":[\w:.-]+:`([^`]*)`", r"``\1``", text)
     text = _SPHINX_ONLY.sub(r"\1.. note::", text)
+    known = roles.role   # during a build, Sphinx's lookup: use docutils' own instead
+
+    def any_role(name, language, lineno, reporter):  # Sphinx's roles (:class:, ...)
+        try:
+            function, messages = _DOCUTILS_ROLE(name, language, lineno, reporter)
+        except Exception:  # noqa: BLE001 - any failure: treat it as an unknown role
+            function, messages = None, []
+        return (function, messages) if function else (roles.GenericRole(name, nodes.literal), [])
+
+    roles.role = any_role
     try:
         doctree = publish_doctree(text, settings_overrides={
             "report_level": 2, "halt_level": 5, "warning_stream": io.StringIO(),
             "file_insertion_enabled": False, "raw_enabled": False})
     except SystemMessage:
         return True
+    finally:
+        roles.role = known
     return any(True for _ in doctree.findall(nodes.problematic)) or any(
         m["level"] >= 2 for m in doctree.findall(nodes.system_message))
 
