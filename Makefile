@@ -58,8 +58,9 @@ site: $(SITE_STAMP)
 	$(PY) -m sphinx -W --keep-going -E -q -b html -c docs -d build/site-doctrees . build/site
 	@echo "site: build/site/index.html"
 
+SITE_PORT ?= 8000
 serve: site
-	$(PY) -m http.server --bind 127.0.0.1 --directory build/site 8000
+	$(PY) -m http.server --bind 127.0.0.1 --directory build/site $(SITE_PORT)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
