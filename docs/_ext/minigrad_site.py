@@ -11,6 +11,8 @@
   exists is in the navigation without editing the course files.
 * ``source-read`` also turns a Markdown link to a course folder into a link to
   that folder's listing page (``docs/notebooks.md``).
+* ``autodoc-process-docstring`` lets docstrings written as plain text for
+  ``help()`` (``|x|``, ``(N, *)``) render as written (see below).
 * ``build-finished`` copies MathJax 3 (shipped by the ``django-static-mathjax``
   wheel, no Django needed) into ``_static/mathjax``: maths renders offline.
 """
@@ -30,8 +32,6 @@ from docutils.parsers.rst import roles
 from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import nested_parse_with_titles
-
-ROOT_DOC = "chapters/README"
 
 # The packages whose public names the reference lists, one page each (docs/api/NAME.rst).
 API_PACKAGES = ("minigrad", "minigrad.nn", "minigrad.optim")
@@ -242,20 +242,19 @@ def _escape_line(line: str, stars: bool) -> str:
 
 
 def _escape(lines: list[str], stars: bool) -> list[str]:
-    out, literal_indent, expecting_literal = [], None, False
+    """Escape ``lines`` outside literal blocks (the indented lines after a ``::``)."""
+    out, literal_indent = [], None
     for line in lines:
         indent = len(line) - len(line.lstrip())
         if literal_indent is not None:
             if line.strip() and indent <= literal_indent:
-                literal_indent = None
+                literal_indent = None      # the literal block has ended
             else:
                 out.append(line)
                 continue
-        if expecting_literal and line.strip():
-            expecting_literal = False
         out.append(_escape_line(line, stars) if line.strip() else line)
         if line.rstrip().endswith("::"):
-            literal_indent, expecting_literal = indent, True
+            literal_indent = indent
     return out
 
 
