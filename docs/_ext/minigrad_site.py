@@ -115,6 +115,30 @@ def split_public(module_name: str) -> tuple[list[str], list[str]]:
     return objects, submodules
 
 
+def _callables_and_data(module_name: str) -> tuple[list[str], list[str]]:
+    """The public objects of ``module_name``: (classes and functions, other values)."""
+    module = importlib.import_module(module_name)
+    objects = split_public(module_name)[0]
+    data = [n for n in objects if not callable(getattr(module, n))]
+    return [n for n in objects if n not in data], data
+
+
+def _constant_doc(package: str, name: str) -> list[str]:
+    """The ``#:`` comment of constant ``name`` in the package or one of its modules."""
+    import sys
+
+    from sphinx.pycode import ModuleAnalyzer
+    for module_name in sorted(m for m in sys.modules if m == package or
+                              m.startswith(package + ".")):
+        try:
+            docs = ModuleAnalyzer.for_module(module_name).find_attr_docs()
+        except Exception:  # noqa: BLE001 - no source to read: try the next module
+            continue
+        if ("", name) in docs:
+            return [line for line in docs[("", name)] if line.strip()]
+    return [f"A constant of :mod:`{package}`."]
+
+
 class MinigradAPI(SphinxDirective):
     """``minigrad-api`` MODULE: the module's public objects, then each public submodule."""
 
@@ -134,12 +158,19 @@ class MinigradAPI(SphinxDirective):
                 lines += [f"The package has its own page: :doc:`{full}`.", ""]
                 continue
             lines += [f".. automodule:: {full}"]
+            data = []
             if hasattr(module, "__path__") or hasattr(module, "__all__"):
-                lines += [f"   :members: {', '.join(split_public(full)[0])}",
-                          "   :imported-members:"]
+                members, data = _callables_and_data(full)
+                lines += [f"   :members: {', '.join(members)}",
+                          "   :imported-members:", "   :undoc-members:"]
             else:  # a plain module: what it defines itself
-                lines += ["   :members:"]
+                lines += ["   :members:", "   :undoc-members:"]
             lines += ["   :member-order: bysource", ""]
+            for constant in data:   # autodoc skips imported constants: name them
+                value = getattr(module, constant)
+                lines += [f".. py:data:: {constant}",   # in the module automodule set
+                          f"   :type: {type(value).__module__}.{type(value).__qualname__}", ""]
+                lines += ["   " + line for line in _constant_doc(full, constant)] + [""]
         node = nodes.section()
         node.document = self.state.document
         nested_parse_with_titles(self.state, StringList(lines, source=f"<minigrad-api {name}>"),
