@@ -180,3 +180,18 @@ def test_search_finds_the_accumulator(site, server, browser, origin):
         context.close()
     assert left == []
     assert any("docs/api/minigrad.optim.html" in h for h in hits), hits
+
+
+@pytest.mark.parametrize("origin", ["file", "http"])
+def test_the_front_door_opens_the_syllabus_in_chromium(site, server, browser, origin):
+    url = (site / "index.html").as_uri() if origin == "file" else f"{server}/"
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        page.goto(url)
+        page.wait_for_url("**/chapters/README.html", timeout=30_000)
+        title = page.inner_text("h1")
+    finally:
+        context.close()
+    heading = (ROOT / "chapters" / "README.md").read_text(encoding="utf-8").splitlines()[0]
+    assert title.startswith(heading.lstrip("# ").split(":")[0])
