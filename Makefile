@@ -83,6 +83,22 @@ jupyter: venv
 	$(PIP) install -e '.[notebooks]'
 	$(VENV)/bin/jupyter lab notebooks/
 
+# The course as a static website in build/site (strict: any warning fails the build);
+# open build/site/index.html, or `make serve` for http://127.0.0.1:8000/.
+.PHONY: site serve
+SITE_STAMP := $(VENV)/.site-installed
+$(SITE_STAMP): pyproject.toml $(STAMP)
+	$(PIP) install -e '.[site]'
+	touch $(SITE_STAMP)
+
+site: $(SITE_STAMP)
+	$(PY) -m sphinx -W --keep-going -E -q -b html -c docs -d build/site-doctrees . build/site
+	@echo "site: build/site/index.html"
+
+SITE_PORT ?= 8000
+serve: site
+	$(PY) -m http.server --bind 127.0.0.1 --directory build/site $(SITE_PORT)
+
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

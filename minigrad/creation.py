@@ -51,9 +51,9 @@ def _creator(fill):
 
 
 zeros = _creator(lambda xp, shape, dt: xp.zeros(shape, dtype=dt))
-zeros.__doc__ = "zeros(*shape, dtype=None, device='cpu', requires_grad=False): a tensor of 0s."
+zeros.__doc__ = "``zeros(*shape, dtype=None, device='cpu', requires_grad=False)``: a tensor of 0s."
 ones = _creator(lambda xp, shape, dt: xp.ones(shape, dtype=dt))
-ones.__doc__ = "ones(*shape, dtype=None, device='cpu', requires_grad=False): a tensor of 1s."
+ones.__doc__ = "``ones(*shape, dtype=None, device='cpu', requires_grad=False)``: a tensor of 1s."
 
 
 def zeros_like(t: Tensor, requires_grad=False) -> Tensor:

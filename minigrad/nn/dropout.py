@@ -85,7 +85,7 @@ class Dropout(Module):
         layer_id: the id that separates the masks of different layers (per
             example mode); default: the next id in construction order.
 
-    Shapes: input (N, *) -> output (N, *), the same.
+    Shapes: input ``(N, *)`` -> output ``(N, *)``, the same.
 
     Call as ``layer(x)``, or ``layer(x, example_index=idx, step=s)`` in per-example
     mode (arguments win over an active :func:`dropout_context`).

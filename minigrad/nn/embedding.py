@@ -18,7 +18,7 @@ class Embedding(Module):
         padding_idx: an id whose row is initialized to 0 and gets no gradient.
         device, dtype: as for :class:`Linear`.
 
-    Shapes: integer ids (*) -> (*, embedding_dim).  ``weight`` is
+    Shapes: integer ids ``(*)`` -> ``(*, embedding_dim)``.  ``weight`` is
     (num_embeddings, embedding_dim), initialized N(0, 1) as in PyTorch.
     Repeated ids add up in backward.
 

@@ -262,7 +262,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target, reduction: str = "me
     """Binary cross-entropy on logits, in the log-sum-exp form that stays finite
     and accurate for logits of any size (±40 and beyond).
 
-    loss = (1 - y)·x + (1 + (pos_weight - 1)·y)·(log(1 + exp(-|x|)) + max(-x, 0))
+    ``loss = (1 - y)·x + (1 + (pos_weight - 1)·y)·(log(1 + exp(-|x|)) + max(-x, 0))``
 
     ``input`` (any shape), ``target`` (broadcastable, values in [0, 1]) and
     ``pos_weight`` (broadcastable, e.g. (C,)) may all require gradients.

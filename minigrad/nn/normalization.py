@@ -559,7 +559,7 @@ class LayerNorm(Module):
 
 
 class GroupNorm(Module):
-    """Group normalization of (N, C, *) inputs, as ``torch.nn.GroupNorm`` (see
+    """Group normalization of ``(N, C, *)`` inputs, as ``torch.nn.GroupNorm`` (see
     :func:`group_norm`).
 
     Args:

@@ -22,8 +22,8 @@ class Adam(Optimizer):
     Source: Kingma & Ba, "Adam: A Method for Stochastic Optimization", ICLR
     2015, Algorithm 1, with eps added outside the square root after bias
     correction, as PyTorch does.  At t = 1 the bias-corrected moments are g and
-    g*g, so the first step moves each weight by lr * g / (|g| + eps), that is
-    lr * sign(g) when |g| >> eps.  Parameters whose ``.grad`` is None are skipped.
+    ``g*g``, so the first step moves each weight by ``lr * g / (|g| + eps)``,
+    that is ``lr * sign(g)`` when ``|g| >> eps``.  Parameters whose ``.grad`` is None are skipped.
 
     Args:
         params: Tensors or parameter groups (see :class:`Optimizer`).
