@@ -380,3 +380,21 @@ def test_random_in_place_sequences_match_torch(ops, seed):
     for (name, _), w in zip(ops, others):
         OPS[name][1](tc, torch.tensor(w))
     np.testing.assert_allclose(c.numpy(), tc.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_an_optimizer_step_counts_as_an_in_place_change(torch):
+    """A graph saved before opt.step() must not backpropagate with the new
+    weights: PyTorch raises "modified by an inplace operation", so does minigrad."""
+    from minigrad.optim import SGD
+    w = minigrad.tensor([1.0, 2.0], requires_grad=True)
+    y = (w * w).sum()
+    y.backward(retain_graph=True)
+    SGD([w], lr=0.5).step()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+    tw = torch.tensor([1.0, 2.0], requires_grad=True)
+    ty = (tw * tw).sum()
+    ty.backward(retain_graph=True)
+    torch.optim.SGD([tw], lr=0.5).step()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        ty.backward()

@@ -139,6 +139,18 @@ def _constant_doc(package: str, name: str) -> list[str]:
     return [f"A constant of :mod:`{package}`."]
 
 
+def _documented_elsewhere(value, module_name: str) -> bool:
+    """True when ``value`` is defined in, and exported by, a package with an API
+    page of its own (other than the root) that ``module_name`` does not belong to."""
+    home = getattr(value, "__module__", None) or ""
+    name = getattr(value, "__name__", None)
+    return any((home == p or home.startswith(p + ".")) and not
+               (module_name == p or module_name.startswith(p + "."))
+               and name is not None
+               and getattr(importlib.import_module(p), name, None) is value   # listed there
+               for p in API_PACKAGES if p != "minigrad")
+
+
 class MinigradAPI(SphinxDirective):
     """``minigrad-api`` MODULE: the module's public objects, then each public submodule."""
 
@@ -161,6 +173,10 @@ class MinigradAPI(SphinxDirective):
             data = []
             if hasattr(module, "__path__") or hasattr(module, "__all__"):
                 members, data = _callables_and_data(full)
+                # a re-export of a name another page documents (minigrad.distributed's
+                # SyncBatchNorm is minigrad.nn's) is described once, on its own page
+                members = [m for m in members if not _documented_elsewhere(
+                    getattr(module, m), full)]
                 lines += [f"   :members: {', '.join(members)}",
                           "   :imported-members:", "   :undoc-members:"]
             else:  # a plain module: what it defines itself

@@ -22,6 +22,7 @@ import numbers
 import numpy as np
 
 from .. import backend
+from ..autograd import mark_modified
 from ..tensor import Tensor
 
 _required = object()  # marks a hyperparameter without a default (SGD's lr)
@@ -97,10 +98,21 @@ def _step_with_hooks(step):
         else:
             result = self._step_or_restore(step, args, kwargs)
         self._loaded_lrs = None     # see LRScheduler.load_state_dict
+        _mark_updated(self)
         for hook in list(self._step_post_hooks.values()):
             hook(self, args, kwargs)
         return result
     return wrapper
+
+
+def _mark_updated(optimizer) -> None:
+    """The step wrote the parameters in place (``p.data``): stamp them, so that a
+    backward through a graph that saved the old values raises, as PyTorch's
+    "modified by an inplace operation", instead of using the new values."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.grad is not None:
+                mark_modified(p.data)
 
 
 class Optimizer:
