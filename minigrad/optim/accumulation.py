@@ -7,6 +7,7 @@ import warnings
 
 from .. import backend
 from ..tensor import Tensor
+from .buffers import GradBuffer
 from .clip import clip_grad_norm_
 from .optimizer import Optimizer, check_number, check_state_keys
 
@@ -84,6 +85,16 @@ class GradientAccumulator:
             once per update.
         model: an optional :class:`~minigrad.nn.Module`; when given, its
             BatchNorm layers merge their running statistics over each window.
+        dtype: the precision the window's gradients are summed in
+            (:class:`~minigrad.optim.buffers.GradBuffer`): None (the
+            parameters' own dtype, float32 by default), ``"float32"``,
+            ``"float16"`` or ``"bfloat16"`` (``ml_dtypes``, CPU only).
+            Parameters and optimizer state keep their dtype.
+        compensated: if True, Kahan summation in the buffer's dtype.
+        scaler: an optional :class:`~minigrad.optim.GradScaler`: each
+            micro-batch's loss is multiplied by its scale, the window's sum is
+            unscaled once before clipping, an inf/nan window is skipped
+            silently and the scale updated once per window.
 
     Attributes:
         micro_step: micro-batches completed in the current window (0 ... k-1).
@@ -140,7 +151,7 @@ class GradientAccumulator:
                    "optimizer", "scheduler", "batchnorm")
 
     def __init__(self, optimizer, accumulation_steps, *, max_grad_norm=None,
-                 scheduler=None, model=None):
+                 scheduler=None, model=None, dtype=None, compensated=False, scaler=None):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"GradientAccumulator: optimizer must be a minigrad Optimizer, "
                             f"got {type(optimizer).__name__}")
@@ -168,6 +179,10 @@ class GradientAccumulator:
                 raise TypeError(f"GradientAccumulator: model must be a minigrad.nn.Module, "
                                 f"got {type(model).__name__}")
             nn.set_merge_running_stats(model, True)
+        # Precision and loss scaling (buffers.py, grad_scaler.py).
+        self.buffer = GradBuffer(dtype, compensated) if dtype is not None or compensated \
+            else None
+        self.scaler = scaler
         self.updates = 0
         self.skipped_windows = 0
         self.window_loss = None
@@ -230,7 +245,10 @@ class GradientAccumulator:
         value = float(loss.item())
         if math.isfinite(value):
             xp = backend.get_array_module(loss.data)
-            loss.backward(xp.full(loss.shape, weight, dtype=loss.dtype))
+            scale = 1.0 if self.scaler is None else self.scaler.get_scale()
+            loss.backward(xp.full(loss.shape, weight * scale, dtype=loss.dtype))
+            if self.buffer is not None:
+                self.buffer.add(self._all_params())
         else:
             self._nonfinite = True
         self._mode = mode
@@ -296,6 +314,9 @@ class GradientAccumulator:
         return self._update()
 
     # ------------------------------------------------------------------ update
+    def _all_params(self):
+        return [p for group in self.optimizer.param_groups for p in group["params"]]
+
     def _params_with_grad(self):
         return [p for group in self.optimizer.param_groups for p in group["params"]
                 if p.grad is not None]
@@ -304,9 +325,13 @@ class GradientAccumulator:
         """Normalize by the window's total, clip, step optimizer and scheduler once."""
         total = self._item_total
         self.window_loss = self._loss_sum / total
+        if self.buffer is not None:
+            self.buffer.write(self._all_params())
         params = self._params_with_grad()
         for p in params:
             p.grad.data /= total        # sum_j n_j grad L_j  ->  grad of the window mean
+        if self.scaler is not None:
+            self.scaler.unscale_(self.optimizer)     # once per window, before clipping
         if self._nonfinite or not _all_finite(params):
             self._skip_window()
             return False
@@ -315,6 +340,8 @@ class GradientAccumulator:
         self.optimizer.step()
         if self.scheduler is not None:
             self.scheduler.step()
+        if self.scaler is not None:
+            self.scaler.update()
         if self.model is not None:
             from .. import nn  # noqa: PLC0415
             nn.apply_merged_running_stats(self.model)
@@ -324,14 +351,19 @@ class GradientAccumulator:
         return True
 
     def _skip_window(self) -> None:
-        warnings.warn(f"GradientAccumulator: non-finite loss or gradient in the window "
-                      f"after {self.updates} updates (window loss {self.window_loss}); "
-                      "the window is skipped: no optimizer or scheduler step",
-                      RuntimeWarning, stacklevel=3)
+        if self.scaler is not None:       # an overflow of the scaled gradients: lower the scale
+            self.scaler.update()
+        else:
+            warnings.warn(f"GradientAccumulator: non-finite loss or gradient in the window "
+                          f"after {self.updates} updates (window loss {self.window_loss}); "
+                          "the window is skipped: no optimizer or scheduler step",
+                          RuntimeWarning, stacklevel=3)
         if self.model is not None:
             from .. import nn  # noqa: PLC0415
             for layer in nn.batchnorm_layers(self.model):
                 layer.set_pending_stats(None)
+        if self.buffer is not None:
+            self.buffer.reset()
         self.optimizer.zero_grad()
         self.skipped_windows += 1
         self._reset_window()
@@ -365,6 +397,8 @@ class GradientAccumulator:
             "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
             "batchnorm": None,
         }
+        if self.buffer is not None:
+            state["buffer"] = self.buffer.state_dict()
         if self.model is not None:
             from .. import nn  # noqa: PLC0415
             state["batchnorm"] = [layer.get_pending_stats()
@@ -422,6 +456,8 @@ class GradientAccumulator:
         self._item_total = state["item_total"]
         self._loss_sum = state["loss_sum"]
         self._nonfinite = state["nonfinite"]
+        if self.buffer is not None:
+            self.buffer.load_state_dict(state.get("buffer"))
 
     def _load_batchnorm(self, saved) -> None:
         from .. import nn  # noqa: PLC0415
