@@ -242,7 +242,7 @@ def test_a_case_that_raises_becomes_a_failed_row():
 
 def test_suite_lists_every_required_case():
     titles = [c.title for c in verification_cases()]
-    assert len(titles) == len(set(titles)) == 20
+    assert len(titles) == len(set(titles)) == 22
     expected = {c.title: c.expected for c in verification_cases()}
     assert expected["weighted CE 32=8x4, weight sum"] == EQUAL
     assert expected["weighted CE 32=8x4, mean of micro-batch means"] == DIFFERS
