@@ -418,6 +418,10 @@ class GradientAccumulator:
                 model / BatchNorm layer count does not match.
         """
         check_state_keys("GradientAccumulator.load_state_dict", state, self._STATE_KEYS)
+        if self.buffer is None and state.get("buffer") and state["buffer"]["sums"]:
+            raise ValueError("GradientAccumulator.load_state_dict: the state holds a window "
+                             "summed in an accumulation buffer (dtype=/compensated=); build "
+                             "this accumulator with the same dtype and compensated")
         if state["accumulation_steps"] != self.accumulation_steps:
             raise ValueError(f"GradientAccumulator.load_state_dict: saved with "
                              f"accumulation_steps={state['accumulation_steps']}, this "

@@ -116,6 +116,17 @@ def test_buffer_resume_mid_window_is_exact():
         np.testing.assert_array_equal(a, b)
 
 
+def test_buffered_state_into_an_unbuffered_accumulator_is_refused():
+    model = make_mlp()
+    acc = GradientAccumulator(SGD(model.parameters(), lr=0.1), 4, dtype="float16")
+    (x, y), = _micro_batches(1)
+    acc.backward(ce_loss(model, x, y), num_items=4)
+    acc.step()
+    plain = GradientAccumulator(SGD(make_mlp().parameters(), lr=0.1), 4)
+    with pytest.raises(ValueError, match="summed in an accumulation buffer"):
+        plain.load_state_dict(acc.state_dict())
+
+
 def test_bad_buffer_dtype_is_named():
     with pytest.raises(ValueError, match="float64, float32, float16, bfloat16; got 'int8'"):
         resolve_dtype("int8")
