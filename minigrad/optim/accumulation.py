@@ -9,6 +9,7 @@ from .. import backend
 from ..tensor import Tensor
 from .buffers import GradBuffer
 from .clip import clip_grad_norm_
+from .grad_scaler import GradScaler
 from .optimizer import Optimizer, check_number, check_state_keys
 
 
@@ -180,6 +181,9 @@ class GradientAccumulator:
                                 f"got {type(model).__name__}")
             nn.set_merge_running_stats(model, True)
         # Precision and loss scaling (buffers.py, grad_scaler.py).
+        if scaler is not None and not isinstance(scaler, GradScaler):
+            raise TypeError(f"GradientAccumulator: scaler must be a minigrad.optim.GradScaler, "
+                            f"got {type(scaler).__name__}")
         self.buffer = GradBuffer(dtype, compensated) if dtype is not None or compensated \
             else None
         self.scaler = scaler

@@ -132,6 +132,8 @@ def test_bad_buffer_dtype_is_named():
         resolve_dtype("int8")
     with pytest.raises(ValueError, match="buffer dtype"):
         GradientAccumulator(SGD(make_mlp().parameters(), lr=0.1), 2, dtype=np.int32)
+    with pytest.raises(TypeError, match="scaler must be a minigrad.optim.GradScaler"):
+        GradientAccumulator(SGD(make_mlp().parameters(), lr=0.1), 2, scaler=2.0 ** 16)
 
 
 def test_bfloat16_names_resolve_to_ml_dtypes():
