@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "on real data. Run 'minigrad verify' or 'minigrad train --help'.")
     parser.add_argument("--version", action="version", version=f"minigrad {__version__}")
     # not required: without a command main() prints the usage (exit status 2)
-    commands = parser.add_subparsers(dest="command", metavar="{verify,train}",
+    commands = parser.add_subparsers(dest="command", metavar="{verify,train,plan}",
                                      parser_class=_Parser)
 
     verify = commands.add_parser(
@@ -156,6 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--no-progress", action="store_true",
                        help="no progress bar (the per-update log lines remain)")
     train.set_defaults(command_parser=train)
+    from .cli_plan import add_plan_parser  # noqa: PLC0415 (the plan command lives there)
+    add_plan_parser(commands)
     return parser
 
 
@@ -346,6 +348,9 @@ def main(argv=None) -> int:
         parser.exit(2, "\nminigrad: error: choose a command: verify or train\n")
     if extras:
         args.command_parser.error(_unrecognized(args.command_parser, extras))
+    if args.command == "plan":
+        from .cli_plan import run_plan  # noqa: PLC0415
+        return run_plan(args)
     _check_environment(args)
     with warnings.catch_warnings():
         warnings.showwarning = _one_line_warnings(f"minigrad {args.command}")

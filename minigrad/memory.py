@@ -240,3 +240,9 @@ def format_bytes(n: int) -> str:
 
 
 __all__ = ["peak", "bytes_of", "grad_bytes", "breakdown", "format_bytes"]
+
+
+# The planner (estimates before running) lives in its own file.
+from .memory_planner import MemoryPlan, plan  # noqa: E402
+
+__all__ += ["plan", "MemoryPlan"]

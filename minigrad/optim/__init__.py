@@ -6,13 +6,15 @@
   PyTorch's, and ``SequentialLR`` / ``ChainedScheduler`` to combine them.
 - ``clip_grad_norm_``: clip all gradients together by their global norm.
 - ``GradientAccumulator``: k micro-batches, one update, equal to the full-batch update.
+- ``GradScaler``: dynamic loss scaling, unscaled once per accumulation window.
 """
 from . import lr_scheduler
 from .accumulation import GradientAccumulator
 from .adam import Adam, AdamW
 from .clip import clip_grad_norm_
+from .grad_scaler import GradScaler
 from .optimizer import Optimizer
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler", "clip_grad_norm_",
-           "GradientAccumulator"]
+           "GradientAccumulator", "GradScaler"]

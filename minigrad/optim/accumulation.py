@@ -9,10 +9,14 @@ import numpy as np
 
 from .. import backend
 from ..tensor import Tensor
+from .buffers import GradBuffer
 from .clip import clip_grad_norm_
 from .lr_scheduler import LRScheduler
+from .grad_scaler import GradScaler
 from .optimizer import Optimizer, check_number, check_state_keys
 
+
+_NONFINITE = "non-finite loss or gradient in the window"
 
 class GradientAccumulator:
     """Train with a large batch by accumulating the gradients of k micro-batches.
@@ -106,6 +110,16 @@ class GradientAccumulator:
             (:func:`minigrad.distributed.reduce_window`).  Every rank must
             make the same number of ``step()`` calls per window and call
             ``flush()`` together, which then always communicates.
+        dtype: the precision the window's gradients are summed in
+            (:class:`~minigrad.optim.buffers.GradBuffer`): None (the
+            parameters' own dtype, float32 by default), ``"float32"``,
+            ``"float16"`` or ``"bfloat16"`` (``ml_dtypes``, CPU only).
+            Parameters and optimizer state keep their dtype.
+        compensated: if True, Kahan summation in the buffer's dtype.
+        scaler: an optional :class:`~minigrad.optim.GradScaler`: each
+            micro-batch's loss is multiplied by its scale, the window's sum is
+            unscaled once before clipping, an inf/nan window is skipped
+            silently and the scale updated once per window.
 
     Attributes:
         micro_step: micro-batches completed in the current window (0 ... k-1).
@@ -162,7 +176,8 @@ class GradientAccumulator:
                    "optimizer", "scheduler", "batchnorm")
 
     def __init__(self, optimizer, accumulation_steps, *, max_grad_norm=None,
-                 scheduler=None, model=None, comm=None):
+                 scheduler=None, model=None, comm=None, dtype=None, compensated=False,
+                 scaler=None):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"GradientAccumulator: optimizer must be a minigrad Optimizer, "
                             f"got {type(optimizer).__name__}")
@@ -191,6 +206,13 @@ class GradientAccumulator:
                 raise TypeError(f"GradientAccumulator: model must be a minigrad.nn.Module, "
                                 f"got {type(model).__name__}")
             nn.set_merge_running_stats(model, True)
+        # Precision and loss scaling (buffers.py, grad_scaler.py).
+        if scaler is not None and not isinstance(scaler, GradScaler):
+            raise TypeError(f"GradientAccumulator: scaler must be a minigrad.optim.GradScaler, "
+                            f"got {type(scaler).__name__}")
+        self.buffer = GradBuffer(dtype, compensated) if dtype is not None or compensated \
+            else None
+        self.scaler = scaler
         self.updates = 0
         self.skipped_windows = 0
         self.window_loss = None
@@ -271,7 +293,10 @@ class GradientAccumulator:
             pass                          # no items: nothing to add (see above)
         elif math.isfinite(value):
             xp = backend.get_array_module(loss.data)
-            loss.backward(xp.full(loss.shape, weight, dtype=loss.dtype))
+            scale = 1.0 if self.scaler is None else self.scaler.get_scale()
+            loss.backward(xp.full(loss.shape, weight * scale, dtype=loss.dtype))
+            if self.buffer is not None:
+                self.buffer.add(self._all_params())
         else:
             self._nonfinite = True
         self._mode = mode
@@ -350,6 +375,9 @@ class GradientAccumulator:
         # END SOLUTION
 
     # ------------------------------------------------------------------ update
+    def _all_params(self):
+        return [p for group in self.optimizer.param_groups for p in group["params"]]
+
     def _params_with_grad(self):
         return [p for group in self.optimizer.param_groups for p in group["params"]
                 if p.grad is not None]
@@ -366,8 +394,9 @@ class GradientAccumulator:
         self.optimizer._check_step()          # raises before anything changes
         ahead = self._step_scheduler_ahead()  # raises having changed nothing
         try:
-            params = self._params_with_grad()
             if self._prepared is None:
+                if self.buffer is not None:     # the window's sums, summed in the buffer,
+                    self.buffer.write(self._all_params())   # back into .grad
                 if self.comm is not None and not self._reduce_window():
                     self._undo_scheduler(ahead)
                     return False            # no rank had a micro-batch (flush at the end)
@@ -377,6 +406,9 @@ class GradientAccumulator:
                     self._skip_window(math.nan, "the window holds no items (num_items=0 "
                                                 "for every micro-batch)")
                     return False
+                params = self._params_with_grad()
+                if self.scaler is not None:
+                    self.scaler.unscale_(self.optimizer)    # once per window, before clipping
                 # BEGIN SOLUTION ch04.5
                 for p in params:
                     p.grad.data /= total    # sum_j n_j grad L_j -> grad of the window mean
@@ -396,6 +428,8 @@ class GradientAccumulator:
             raise
         if ahead is not None:
             _set_rates(self.optimizer, ahead[1])
+        if self.scaler is not None:
+            self.scaler.update()                # one scale update per window
         if self.model is not None:
             from .. import nn  # noqa: PLC0415
             nn.apply_merged_running_stats(self.model)
@@ -435,21 +469,25 @@ class GradientAccumulator:
         from ..distributed import reduce_window  # noqa: PLC0415 (loaded on demand)
         return reduce_window(self)
 
-    def _skip_window(self, window_loss,
-                     reason="non-finite loss or gradient in the window") -> None:
+    def _skip_window(self, window_loss, reason=_NONFINITE) -> None:
         # BEGIN SOLUTION ch05.3
         if self.model is not None:
             from .. import nn  # noqa: PLC0415
             for layer in nn.batchnorm_layers(self.model):
                 layer.set_pending_stats(None)
+        if self.buffer is not None:
+            self.buffer.reset()
         self.optimizer.zero_grad()
         self.window_loss = window_loss
         self.skipped_windows += 1
         self._reset_window()
-        warnings.warn(f"GradientAccumulator: {reason} "
-                      f"after {self.updates} updates (window loss {window_loss}); "
-                      "the window is skipped: no optimizer or scheduler step",
-                      RuntimeWarning, stacklevel=4)
+        if self.scaler is not None and reason == _NONFINITE:
+            self.scaler.update()            # an overflow of the scaled gradients: back off
+        else:
+            warnings.warn(f"GradientAccumulator: {reason} "
+                          f"after {self.updates} updates (window loss {window_loss}); "
+                          "the window is skipped: no optimizer or scheduler step",
+                          RuntimeWarning, stacklevel=4)
         # END SOLUTION
 
     # --------------------------------------------------------- save and resume
@@ -484,6 +522,8 @@ class GradientAccumulator:
             "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
             "batchnorm": None,
         }
+        if self.buffer is not None:
+            state["buffer"] = self.buffer.state_dict()
         if self.model is not None:
             from .. import nn  # noqa: PLC0415
             state["batchnorm"] = [layer.get_pending_stats()
@@ -510,6 +550,10 @@ class GradientAccumulator:
         """
         name = "GradientAccumulator.load_state_dict"
         check_state_keys(name, state, self._STATE_KEYS)
+        if self.buffer is None and state.get("buffer") and state["buffer"]["sums"]:
+            raise ValueError(f"{name}: the state holds a window summed in an accumulation "
+                             "buffer (dtype=/compensated=); build this accumulator with "
+                             "the same dtype and compensated")
         if state["accumulation_steps"] != self.accumulation_steps:
             raise ValueError(f"{name}: saved with accumulation_steps="
                              f"{state['accumulation_steps']}, this accumulator has "
@@ -537,14 +581,19 @@ class GradientAccumulator:
         opt = self.optimizer
         undo = (opt.state, [dict(g) for g in opt.param_groups], opt._loaded_lrs,
                 None if self.scheduler is None else self.scheduler.state_dict(),
-                [layer.get_pending_stats() for layer in layers])
+                [layer.get_pending_stats() for layer in layers],
+                None if self.buffer is None else self.buffer.state_dict())
         try:
             opt.load_state_dict(state["optimizer"])
             if self.scheduler is not None:
                 self.scheduler.load_state_dict(state["scheduler"])
             for layer, stats in zip(layers, state["batchnorm"] or ()):
                 layer.set_pending_stats(stats)
+            if self.buffer is not None:
+                self.buffer.load_state_dict(state.get("buffer"))
         except BaseException:
+            if self.buffer is not None:
+                self.buffer.load_state_dict(undo[5])
             opt.state, opt._loaded_lrs = undo[0], undo[2]
             for group, saved in zip(opt.param_groups, undo[1]):
                 group.clear()

@@ -1,0 +1,237 @@
+"""The memory planner: the peak bytes of training, from counts and dtypes, before running it.
+
+Training memory = resident part + transient part (see :mod:`minigrad.memory`):
+
+* resident, per trainable parameter: its value, its gradient, the optimizer's
+  state (SGD none, SGD with momentum one buffer, Adam two moments), and in
+  mixed precision a float32 "master" copy of the value that the optimizer
+  updates (Micikevicius et al. 2018, "Mixed Precision Training"); per frozen
+  parameter: its value only, possibly quantized to 8 or 4 bits (Dettmers et
+  al. 2023, "QLoRA");
+* transient: the activations that forward keeps for backward, proportional
+  to the micro-batch.
+
+Mixed-precision Adam therefore costs 2 (float16 value) + 2 (float16
+gradient) + 4 (float32 master) + 4 + 4 (float32 moments) = 16 bytes per
+parameter (Rajbhandari et al. 2020, "ZeRO", sec. 3.1).  Gradient accumulation
+changes none of these: it only multiplies the batch that one update sees.
+
+Activations of a transformer layer, per sequence of s tokens, width h, a
+heads, stored in 16 bits, are ``s h (34 + 5 a s / h)`` bytes (Korthikanti
+et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
+eq. 1); other activation dtypes scale it by bytes/2.  With checkpointing of
+every layer only each layer's input is kept, ``2 s h`` bytes (16 bits), plus
+one layer's full activations while it is recomputed in backward.  For other
+models pass the activation bytes per item measured with
+:func:`minigrad.memory.peak`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int8": 1, "8bit": 1,
+         "int4": 0.5, "4bit": 0.5}
+OPTIMIZER_STATES = {"sgd": 0, "sgd-momentum": 1, "adam": 2, "adamw": 2}
+
+
+def _bytes_per(name, what):
+    key = name if isinstance(name, str) else np.dtype(name).name
+    if key not in BYTES:
+        raise ValueError(f"plan: {what} must be one of {', '.join(BYTES)}, got {name!r}")
+    return BYTES[key]
+
+
+def _count(value, what, allow_zero=False):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or \
+            value < (0 if allow_zero else 1):
+        raise ValueError(f"plan: {what} must be an int >= {0 if allow_zero else 1}, "
+                         f"got {value!r}")
+    return int(value)
+
+
+@dataclass
+class MemoryPlan:
+    """The planner's estimate, in bytes (floats; see :func:`plan`)."""
+    parameters: float
+    gradients: float
+    optimizer_state: float
+    activations: float
+    memory: float | None = None
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def resident(self) -> float:
+        """Bytes that live from one update to the next (all but activations)."""
+        return self.parameters + self.gradients + self.optimizer_state
+
+    @property
+    def total(self) -> float:
+        """The estimated peak: resident + activations."""
+        return self.resident + self.activations
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether ``total <= memory`` (None when no memory was given)."""
+        return None if self.memory is None else self.total <= self.memory
+
+    def as_dict(self) -> dict:
+        return {"parameters": self.parameters, "gradients": self.gradients,
+                "optimizer_state": self.optimizer_state, "activations": self.activations,
+                "total": self.total, "memory": self.memory, "fits": self.fits}
+
+    def __str__(self):
+        lines = [f"{name:<16}{_gb(value):>12}" for name, value in (
+            ("parameters", self.parameters), ("gradients", self.gradients),
+            ("optimizer state", self.optimizer_state), ("activations", self.activations),
+            ("total", self.total))]
+        if self.memory is not None:
+            verdict = "fits" if self.fits else "does NOT fit"
+            lines.append(f"{verdict} in {_gb(self.memory).strip()} "
+                         f"({100 * self.total / self.memory:.0f} % of it)")
+        return "\n".join(lines)
+
+
+def _gb(n: float) -> str:
+    """Decimal units, as memory is sold: '208.00 GB'."""
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n:.0f} B"
+
+
+def parse_bytes(text) -> float:
+    """'24GB' -> 24e9, '512MiB' -> 536870912, '1e6' -> 1e6 (a number passes through)."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    units = {"kib": 2 ** 10, "mib": 2 ** 20, "gib": 2 ** 30, "tib": 2 ** 40, "kb": 1e3,
+             "mb": 1e6, "gb": 1e9, "tb": 1e12, "b": 1}
+    s = str(text).strip().lower()
+    for unit, size in units.items():
+        if s.endswith(unit):
+            number = s[:-len(unit)].strip()
+            break
+    else:
+        number, size = s, 1
+    try:
+        value = float(number) * size
+    except ValueError:
+        raise ValueError(f"expected a size such as 24GB, 512MiB or 1e9, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"a size must be > 0, got {text!r}")
+    return value
+
+
+def transformer_activation_bytes(seq_len, width, depth, heads, *, micro_batch=1,
+                                 activation_bytes=2, checkpointing=False) -> float:
+    """Activation bytes a transformer keeps for backward (Korthikanti et al. 2022, eq. 1).
+
+    Per layer and sequence: ``s h (34 + 5 a s / h)`` bytes in 16 bits; with
+    checkpointing, ``2 s h`` per layer (its input) plus one full layer.
+    Scaled by ``activation_bytes / 2``; times ``micro_batch``.
+    """
+    s, h, a = seq_len, width, heads
+    per_layer = s * h * (34 + 5 * a * s / h)
+    if checkpointing:
+        per_sequence = depth * 2 * s * h + per_layer
+    else:
+        per_sequence = depth * per_layer
+    return per_sequence * micro_batch * activation_bytes / 2
+
+
+def plan(params, *, trainable=None, param_dtype="float32", grad_dtype=None,
+         master_weights=False, optimizer="adam", state_dtype="float32", frozen_dtype=None,
+         micro_batch=1, activation_bytes_per_item=None, seq_len=None, width=None, depth=None,
+         heads=None, activation_dtype=None, checkpointing=False, accumulation_steps=1,
+         memory=None) -> MemoryPlan:
+    """Estimate the peak memory of training, by part.
+
+    Args:
+        params: the model's parameter count (int).
+        trainable: how many of them train (an adapter); the rest is a frozen
+            base stored in ``frozen_dtype``.  Default: all of them.
+        param_dtype: dtype of the trainable values (and of the base when
+            ``frozen_dtype`` is None): float64, float32, float16, bfloat16.
+        grad_dtype: dtype of the gradients (default ``param_dtype``).
+        master_weights: keep a float32 copy of the trainable values for the
+            optimizer (mixed precision).
+        optimizer: ``"sgd"``, ``"sgd-momentum"``, ``"adam"`` (or ``"adamw"``).
+        state_dtype: dtype of the optimizer's buffers.
+        frozen_dtype: dtype of the frozen base: a float name, ``"8bit"``
+            (``"int8"``) or ``"4bit"`` (``"int4"``).
+        micro_batch: items (sequences) per forward/backward.
+        activation_bytes_per_item: measured activation bytes per item (with
+            the checkpointing setting it is measured under); or give
+            ``seq_len``, ``width``, ``depth``, ``heads`` of a transformer.
+        activation_dtype: dtype of the activations in the transformer formula
+            (default ``param_dtype``).
+        checkpointing: checkpoint every transformer layer.
+        accumulation_steps: k; recorded, and it changes nothing above: the
+            batch of an update is ``micro_batch * k``, the memory is not.
+        memory: the memory to fit in, bytes (a number, or a string '24GB').
+
+    Returns:
+        A :class:`MemoryPlan` (``print`` it for the breakdown and the verdict).
+
+    Raises:
+        ValueError: a count below 1 (``trainable`` below 0 or above
+            ``params``), an unknown dtype or optimizer, both or neither
+            activation descriptions.
+    """
+    params = _count(params, "params")
+    trainable = params if trainable is None else _count(trainable, "trainable", allow_zero=True)
+    if trainable > params:
+        raise ValueError(f"plan: trainable ({trainable}) cannot exceed params ({params})")
+    micro_batch = _count(micro_batch, "micro_batch")
+    accumulation_steps = _count(accumulation_steps, "accumulation_steps")
+    if optimizer not in OPTIMIZER_STATES:
+        raise ValueError(f"plan: optimizer must be one of {', '.join(OPTIMIZER_STATES)}, "
+                         f"got {optimizer!r}")
+    value_b = _bytes_per(param_dtype, "param_dtype")
+    grad_b = value_b if grad_dtype is None else _bytes_per(grad_dtype, "grad_dtype")
+    state_b = _bytes_per(state_dtype, "state_dtype")
+    frozen_b = value_b if frozen_dtype is None else _bytes_per(frozen_dtype, "frozen_dtype")
+    frozen = params - trainable
+
+    transformer = (seq_len, width, depth, heads)
+    if activation_bytes_per_item is not None and any(v is not None for v in transformer):
+        raise ValueError("plan: give activation_bytes_per_item or a transformer's seq_len, "
+                         "width, depth and heads, not both")
+    if activation_bytes_per_item is not None:
+        if not activation_bytes_per_item >= 0:
+            raise ValueError(f"plan: activation_bytes_per_item must be >= 0, got "
+                             f"{activation_bytes_per_item!r}")
+        activations = float(activation_bytes_per_item) * micro_batch
+    elif all(v is not None for v in transformer):
+        act_b = value_b if activation_dtype is None else _bytes_per(activation_dtype,
+                                                                    "activation_dtype")
+        activations = transformer_activation_bytes(
+            *(_count(v, n) for v, n in zip(transformer, ("seq_len", "width", "depth", "heads"))),
+            micro_batch=micro_batch, activation_bytes=act_b, checkpointing=checkpointing)
+    else:
+        raise ValueError("plan: give activation_bytes_per_item, or all of seq_len, width, "
+                         "depth and heads of a transformer")
+
+    parameters = trainable * value_b + frozen * frozen_b
+    if master_weights:
+        parameters += trainable * 4
+    gradients = trainable * grad_b
+    optimizer_state = trainable * OPTIMIZER_STATES[optimizer] * state_b
+    settings = dict(params=params, trainable=trainable, param_dtype=param_dtype,
+                    grad_dtype=grad_dtype or param_dtype, master_weights=master_weights,
+                    optimizer=optimizer, state_dtype=state_dtype, frozen_dtype=frozen_dtype,
+                    micro_batch=micro_batch, accumulation_steps=accumulation_steps,
+                    batch=micro_batch * accumulation_steps, checkpointing=checkpointing)
+    return MemoryPlan(parameters, gradients, optimizer_state, activations,
+                      None if memory is None else parse_bytes(memory), settings)
+
+
+def bytes_per_parameter(mp: MemoryPlan) -> float:
+    """Resident bytes per parameter of a plan: 16 for mixed-precision Adam."""
+    return mp.resident / mp.settings["params"]
+
+
+__all__ = ["plan", "MemoryPlan", "transformer_activation_bytes", "parse_bytes",
+           "bytes_per_parameter", "BYTES", "OPTIMIZER_STATES"]

@@ -1,0 +1,131 @@
+"""minigrad.memory.plan: bytes per parameter, activations, verdicts, and the measured check."""
+import pytest
+
+from minigrad import cli, memory
+from minigrad.experiments import memory_plan as M
+from minigrad.memory_planner import parse_bytes, transformer_activation_bytes
+
+N = 1_000_000
+
+
+@pytest.mark.parametrize("optimizer, dtype, master, expected", [
+    ("sgd", "float32", False, 8),                 # value + gradient
+    ("sgd-momentum", "float32", False, 12),       # + momentum buffer
+    ("adam", "float32", False, 16),               # + two moments
+    ("adam", "float16", True, 16),                # 2 + 2 + master 4 + moments 8
+    ("sgd", "float16", False, 4),
+])
+def test_resident_bytes_per_parameter(optimizer, dtype, master, expected):
+    state = "float32"
+    p = memory.plan(N, param_dtype=dtype, master_weights=master, optimizer=optimizer,
+                    state_dtype=state, activation_bytes_per_item=0)
+    assert p.resident == expected * N and p.activations == 0
+
+
+def test_frozen_base_with_adapters_counts_only_the_adapter_as_trainable():
+    p = memory.plan(N, trainable=1000, frozen_dtype="4bit", param_dtype="float16",
+                    master_weights=True, activation_bytes_per_item=0)
+    assert p.parameters == (N - 1000) * 0.5 + 1000 * (2 + 4)
+    assert p.gradients == 1000 * 2 and p.optimizer_state == 1000 * 8
+
+
+def test_transformer_activations_follow_korthikanti_eq1():
+    s, h, L, a = 2048, 5120, 40, 40
+    full = transformer_activation_bytes(s, h, L, a)
+    assert full == L * s * h * (34 + 5 * a * s / h)
+    ckpt = transformer_activation_bytes(s, h, L, a, checkpointing=True)
+    assert ckpt == L * 2 * s * h + s * h * (34 + 5 * a * s / h)
+    assert transformer_activation_bytes(s, h, L, a, micro_batch=4, activation_bytes=4) == 8 * full
+
+
+def test_accumulation_changes_no_resident_memory_only_the_batch():
+    a = memory.plan(N, activation_bytes_per_item=100, micro_batch=2, accumulation_steps=1)
+    b = memory.plan(N, activation_bytes_per_item=100, micro_batch=2, accumulation_steps=64)
+    assert a.as_dict() == b.as_dict()
+    assert (a.settings["batch"], b.settings["batch"]) == (2, 128)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        memory.plan(N, optimizer="lion", activation_bytes_per_item=0)
+    with pytest.raises(ValueError, match="param_dtype must be one of"):
+        memory.plan(N, param_dtype="float8", activation_bytes_per_item=0)
+    with pytest.raises(ValueError, match="not both"):
+        memory.plan(N, activation_bytes_per_item=1, seq_len=8, width=8, depth=1, heads=1)
+    with pytest.raises(ValueError, match="all of seq_len"):
+        memory.plan(N, seq_len=8)
+    with pytest.raises(ValueError, match="cannot exceed"):
+        memory.plan(N, trainable=N + 1, activation_bytes_per_item=0)
+    with pytest.raises(ValueError, match="micro_batch must be an int >= 1"):
+        memory.plan(N, micro_batch=0, activation_bytes_per_item=0)
+    assert parse_bytes("24GB") == 24e9 and parse_bytes("1 GiB") == 2 ** 30
+    with pytest.raises(ValueError, match="expected a size"):
+        parse_bytes("lots")
+
+
+@pytest.mark.parametrize("name, sizes", [("mlp", (512, 1024, 2048)), ("char", (16, 32, 64))])
+@pytest.mark.parametrize("segments", [None, "ckpt"])
+def test_plan_is_within_10_percent_of_the_measured_peak(name, sizes, segments):
+    segments = None if segments is None else {"mlp": 3, "char": 2}[name]
+    rows = M.validate(name, sizes, segments=segments)
+    errors = [r["error"] for r in rows]
+    assert max(abs(e) for e in errors) <= 0.10, rows
+
+
+def test_checkpointing_lowers_the_measured_peak_of_the_mlp():
+    plain = M.training_peak("mlp", 2048)
+    ckpt = M.training_peak("mlp", 2048, segments=3)
+    assert ckpt < 0.9 * plain
+
+
+# ------------------------------------------------------------------ the 13B example
+@pytest.fixture(scope="module")
+def example():
+    return M.course_example()
+
+
+def test_full_finetuning_13b_needs_16_bytes_per_param_and_never_fits_24gb(example):
+    full = example["full, mb 1, checkpointing"]
+    assert full.resident / 13e9 == 16.0 and full.resident == 208e9
+    assert not full.fits and not example["full, mb 1, no checkpointing"].fits
+    # micro-batch 1 is the least activation there is: resident alone is 8.7x the memory
+    assert M.smallest_full_finetune() > 8 * 24e9
+
+
+def test_what_fits_24gb(example):
+    assert example["4-bit base + adapters, mb 1, ckpt"].fits
+    assert example["8-bit base + adapters, mb 1, ckpt"].fits
+    assert not example["16-bit base + adapters, mb 1, ckpt"].fits      # 26 GB of weights alone
+    assert not example["4-bit base + adapters, mb 1, no ckpt"].fits    # 48 GB of activations
+    assert example["4-bit base + adapters, mb 4, ckpt"].fits
+
+
+def test_accumulation_steps_change_nothing_resident_in_the_example(example):
+    k16 = example["full, mb 1, checkpointing"]
+    k1 = example["full, mb 1, checkpointing, k=1"]
+    assert k16.total == k1.total and k16.settings["batch"] == 16 * k1.settings["batch"]
+
+
+# ------------------------------------------------------------------ the command line
+def test_cli_plan_prints_the_breakdown_and_the_verdict(capsys):
+    args = ["plan", "--params", "13e9", "--param-dtype", "float16", "--master-weights",
+            "--seq-len", "2048", "--width", "5120", "--depth", "40", "--heads", "40",
+            "--checkpointing", "--accumulation-steps", "16", "--memory", "24GB"]
+    assert cli.main(args) == 1
+    out = capsys.readouterr().out
+    assert "16.00 bytes per parameter" in out and "does NOT fit in 24.00 GB" in out
+    assert "optimizer state    104.00 GB" in out and "batch 16" in out
+    assert cli.main(args[:3] + ["--trainable", "26214400", "--frozen-dtype", "4bit"]
+                    + args[3:]) == 0
+    assert "fits in 24.00 GB" in capsys.readouterr().out
+
+
+def test_cli_plan_bad_flags_exit_2_with_one_line(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["plan", "--params", "1e3"])
+    assert info.value.code == 2
+    assert "all of seq_len" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["plan", "--params", "1e3", "--activation-bytes-per-item", "1",
+                  "--memory", "2XB"])
+    assert "expected a size" in capsys.readouterr().err
