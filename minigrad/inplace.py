@@ -20,6 +20,10 @@ The three cases (PyTorch's rules):
    constant tensor combined with one that requires grad): the operation is
    recorded in the graph and the tensor becomes its output, holding a new
    array; its old value lives on in the graph as the operation's input.
+   Because the target gets a new array, a target that is a view of other
+   memory (a slice, reshape or transpose) is refused with RuntimeError:
+   the tensor it views would keep the old values (PyTorch tracks views and
+   updates the base; minigrad does not track views).
 
 The result keeps the target's shape, dtype and device.  The other operand is
 broadcast to the target's shape (RuntimeError when the broadcast shape
@@ -61,6 +65,19 @@ def _leaf_error(name):
     return RuntimeError(f"{name}: a leaf Variable that requires grad is being used in an "
                         "in-place operation; do it under `with minigrad.no_grad():` "
                         "(e.g. an update of a parameter) or on a copy")
+
+
+def _view_error(name, target):
+    # A recorded in-place operation gives the target a new array (case 3), so a
+    # tensor sharing the old memory (the base of a slice, reshape or transpose)
+    # would keep the old values and a graph that misses the operation; PyTorch
+    # tracks views and updates the base, minigrad refuses instead.
+    return RuntimeError(f"{name}: in-place operation on a view (a slice, reshape, "
+                        f"transpose, ...) of another tensor's memory, of shape "
+                        f"{list(target.shape)}, while recording gradients: minigrad does "
+                        "not track views, so the tensor it views would not see the change. "
+                        "Write it out of place (v = v + x), or copy the view first "
+                        "(v = v * 1, or minigrad.tensor(v) under no_grad)")
 
 
 def _check_result(name, target, result_dtype, result_shape):
@@ -108,6 +125,8 @@ def apply(name, target, function, *operands):
         target._data[...] = result          # casts to the target's dtype
         autograd.mark_modified(target._data)
         return target
+    if getattr(target._data, "base", None) is not None:
+        raise _view_error(name, target)
     # Record the operation.  The old value becomes a new tensor that takes
     # over the target's place in the graph; the target becomes the output.
     old = Tensor(target._data)
