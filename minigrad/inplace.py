@@ -110,9 +110,11 @@ def _operand(name, target, other):
                     f"{type(other).__name__}")
 
 
-def apply(name, target, function, *operands):
+def apply(name, target, function, *operands, alpha=1):
     """Run ``function`` (a Function instance) on ``target`` and ``operands``
-    and make ``target`` hold the result, following the three cases above."""
+    (each scaled by ``alpha`` first) and make ``target`` hold the result,
+    following the three cases above.  An operand that is ``target`` itself
+    (``h += h``) stands for its value before the operation."""
     from .tensor import Tensor  # noqa: PLC0415
     operands = [_operand(name, target, o) for o in operands]
     grad_on = autograd.is_grad_enabled()
@@ -120,6 +122,8 @@ def apply(name, target, function, *operands):
         raise _leaf_error(name)
     records = grad_on and (target._requires_grad or any(o._requires_grad for o in operands))
     if not records:
+        if alpha != 1:
+            operands = [o * alpha for o in operands]
         result = function.forward(target._data, *[o._data for o in operands])
         _check_result(name, target, result.dtype, result.shape)
         target._data[...] = result          # casts to the target's dtype
@@ -132,6 +136,11 @@ def apply(name, target, function, *operands):
     old = Tensor(target._data)
     old._creator, old._output_index = target._creator, target._output_index
     old._requires_grad = target._requires_grad
+    # The target as an operand is its old value: recording the target itself
+    # would make the new operation its own input.
+    operands = [old if o is target else o for o in operands]
+    if alpha != 1:
+        operands = [o * alpha for o in operands]
     out = function(old, *operands)
     _check_result(name, target, out.dtype, out.shape)
     if out.dtype != target.dtype:
@@ -220,16 +229,12 @@ def setitem(target, index, value):
 
 def add_(target, other, alpha=1):
     """``target += alpha * other`` in place; returns ``target``."""
-    if alpha != 1:
-        other = _operand("add_", target, other) * alpha
-    return apply("add_", target, E.Add(), other)
+    return apply("add_", target, E.Add(), other, alpha=alpha)
 
 
 def sub_(target, other, alpha=1):
     """``target -= alpha * other`` in place; returns ``target``."""
-    if alpha != 1:
-        other = _operand("sub_", target, other) * alpha
-    return apply("sub_", target, E.Sub(), other)
+    return apply("sub_", target, E.Sub(), other, alpha=alpha)
 
 
 def mul_(target, other):

@@ -429,3 +429,37 @@ def test_view_taken_before_a_recorded_change_of_its_base_sees_the_new_values(tor
     v = h[0:2]
     h *= 2
     np.testing.assert_array_equal(v.numpy(), [0.0, 2.0])     # PyTorch: the view follows
+
+
+_SELF_OPS = {
+    "+=": lambda h: h.__iadd__(h),
+    "-=": lambda h: h.__isub__(h),
+    "copy_": lambda h: h.copy_(h),
+    "add_ alpha": lambda h: h.add_(h, alpha=2),
+    "sub_ alpha": lambda h: h.sub_(h, alpha=0.5),
+}
+
+
+@pytest.mark.parametrize("name", _SELF_OPS)
+def test_recorded_in_place_op_with_the_target_as_operand_matches_torch(name, torch):
+    a = np.array([1.0, -2.0, 3.0])
+    x, tx = minigrad.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    h, th = x * 2, tx * 2
+    _SELF_OPS[name](h)
+    _SELF_OPS[name](th)
+    (h * h).sum().backward()
+    (th * th).sum().backward()
+    np.testing.assert_allclose(h.numpy(), th.detach().numpy())
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())
+
+
+def test_recorded_square_in_place_uses_the_old_value():
+    """``h *= h`` is h_new = h_old ** 2 (PyTorch raises at backward here, having
+    saved the overwritten h; minigrad keeps the old array in the graph)."""
+    a = np.array([1.0, -2.0, 3.0])
+    x = minigrad.tensor(a, requires_grad=True)
+    h = x * 2
+    h *= h
+    h.sum().backward()
+    np.testing.assert_allclose(h.numpy(), (2 * a) ** 2)
+    np.testing.assert_allclose(x.grad.numpy(), 8 * a)       # d(4 x^2)/dx
