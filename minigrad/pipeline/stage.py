@@ -76,13 +76,16 @@ class StageAccumulator(GradientAccumulator):
             raise RuntimeError("StageAccumulator.backward_output: this window counts "
                                "micro-batches without num_items; pass num_items everywhere")
         loss = float(loss)
-        if math.isfinite(loss) and output.requires_grad:
+        if weight == 0:
+            pass            # no items: its loss (nan, a mean over nothing) adds nothing
+        elif math.isfinite(loss) and output.requires_grad:
             autograd.backward(output, grad_output)
         elif not math.isfinite(loss):
             self._nonfinite = True
         self._mode = "items"
         self._item_total += weight
-        self._loss_sum += weight * loss
+        if weight != 0:
+            self._loss_sum += weight * loss
         self._awaiting_step = True
 
 
@@ -309,7 +312,8 @@ class PipelineStage:
         Returns:
             ``(grad_input, num_items, loss)``: the gradient of ``n_j L_j`` at
             this stage's input (None on the first stage; zeros if the input
-            received no gradient; nan for a non-finite loss), and n_j, L_j to
+            received no gradient or the micro-batch has no items; nan for a
+            non-finite loss of a micro-batch with items), and n_j, L_j to
             pass upstream.
 
         Raises:
@@ -330,7 +334,7 @@ class PipelineStage:
         grad_input = None
         if not self.is_first:
             xp = backend.get_array_module(x.data)
-            if not math.isfinite(loss):
+            if not math.isfinite(loss) and num_items != 0:     # zero items: zeros
                 grad_input = xp.full(x.shape, np.nan, dtype=x.dtype)
             elif x.grad is None:
                 grad_input = xp.zeros(x.shape, dtype=x.dtype)
