@@ -76,16 +76,17 @@ class StageAccumulator(GradientAccumulator):
             raise RuntimeError("StageAccumulator.backward_output: this window counts "
                                "micro-batches without num_items; pass num_items everywhere")
         loss = float(loss)
-        if weight == 0:
-            pass            # no items: its loss (nan, a mean over nothing) adds nothing
-        elif math.isfinite(loss) and output.requires_grad:
+        if weight == 0:     # no items: its loss (nan, a mean over nothing) adds nothing
+            self._mode = "items"
+            self._awaiting_step = True
+            return
+        if math.isfinite(loss) and output.requires_grad:
             autograd.backward(output, grad_output)
         elif not math.isfinite(loss):
             self._nonfinite = True
         self._mode = "items"
         self._item_total += weight
-        if weight != 0:
-            self._loss_sum += weight * loss
+        self._loss_sum += weight * loss
         self._awaiting_step = True
 
 
