@@ -80,6 +80,22 @@ def _view_error(name, target):
                         "(v = v * 1, or minigrad.tensor(v) under no_grad)")
 
 
+def _check_writable(name, array):
+    """RuntimeError for memory an in-place write cannot change element by
+    element: a broadcast view (``broadcast_to``), where one memory location
+    stands for several elements (PyTorch's error), or a read-only array."""
+    if any(stride == 0 and size > 1 for stride, size in zip(array.strides, array.shape)):
+        raise RuntimeError(f"{name}: unsupported operation: more than one element of the "
+                           f"written-to tensor (a broadcast view of shape "
+                           f"{list(array.shape)}) refers to a single memory location; "
+                           "copy it first (minigrad.tensor(t) or t * 1)")
+    flags = getattr(array, "flags", None)
+    if flags is not None and not getattr(flags, "writeable", True):
+        raise RuntimeError(f"{name}: the tensor's array is read-only (a broadcast view, "
+                           "or made from a read-only NumPy array); copy it first "
+                           "(minigrad.tensor(t))")
+
+
 def _check_result(name, target, result_dtype, result_shape):
     if tuple(result_shape) != target.shape:
         raise RuntimeError(f"{name}: output with shape {list(target.shape)} doesn't match "
@@ -122,6 +138,7 @@ def apply(name, target, function, *operands, alpha=1):
         raise _leaf_error(name)
     records = grad_on and (target._requires_grad or any(o._requires_grad for o in operands))
     if not records:
+        _check_writable(name, target._data)
         if alpha != 1:
             operands = [o * alpha for o in operands]
         result = function.forward(target._data, *[o._data for o in operands])

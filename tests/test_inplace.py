@@ -477,3 +477,24 @@ def test_in_place_op_whose_operand_was_computed_from_the_target_matches_torch(ca
         exec(case, {"h": h})
         (h * h).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())
+
+
+@pytest.mark.parametrize("op", _VIEW_OPS)
+def test_in_place_on_a_broadcast_view_raises_a_clear_error(op, torch):
+    """One memory location standing for several elements cannot be written
+    element by element: PyTorch's RuntimeError, not NumPy's "assignment
+    destination is read-only"; a read-only array is named as such.  (PyTorch
+    lets fill_ and a row assignment through, since every alias gets one value;
+    minigrad's broadcast views are read-only NumPy views, so it refuses those
+    too.)"""
+    if op in ("+=", "mul_"):
+        with pytest.raises(RuntimeError, match="single memory location"):
+            _VIEW_OPS[op](torch.tensor([1.0, 2.0, 3.0]).expand(2, 3))
+    x = minigrad.tensor([1.0, 2.0, 3.0])
+    with pytest.raises(RuntimeError, match="single memory location"):
+        _VIEW_OPS[op](x.broadcast_to(2, 3))
+    np.testing.assert_array_equal(x.numpy(), [1.0, 2.0, 3.0])
+    frozen = np.ones((2, 3))
+    frozen.flags.writeable = False
+    with pytest.raises(RuntimeError, match="read-only"):
+        _VIEW_OPS[op](minigrad.Tensor(frozen))
