@@ -380,4 +380,3 @@ def test_random_in_place_sequences_match_torch(ops, seed):
     for (name, _), w in zip(ops, others):
         OPS[name][1](tc, torch.tensor(w))
     np.testing.assert_allclose(c.numpy(), tc.numpy(), rtol=1e-12, atol=1e-12)
-
