@@ -53,7 +53,10 @@ class Sum(Function):
     def forward(self, a):
         self.in_shape = a.shape
         self.axes = normalize_axis(self.axis, a.ndim, "sum")
-        return get_array_module(a).sum(a, axis=self.axes, keepdims=self.keepdims)
+        # PyTorch sums bool and every integer dtype in int64 (NumPy: uint8 in
+        # uint64, where ``x.sum() - 10`` would wrap around).
+        dtype = np.int64 if a.dtype.kind in "biu" else None
+        return get_array_module(a).sum(a, axis=self.axes, keepdims=self.keepdims, dtype=dtype)
 
     def backward(self, g):
         g = _expand(g, self.in_shape, self.axes, self.keepdims)
