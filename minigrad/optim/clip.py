@@ -11,7 +11,10 @@ from .optimizer import check_number
 
 
 def _global_norm(grads, norm_type: float) -> float:
-    """The ``norm_type``-norm of all entries of all gradient arrays, as a float."""
+    """The ``norm_type``-norm of all entries of all gradient arrays, as a float
+    (float16 gradients summed in float32, as PyTorch does, so that the squares
+    of gradients above 256 do not overflow to inf and zero every gradient)."""
+    grads = [g.astype(np.float32) if g.dtype.itemsize < 4 else g for g in grads]
     if math.isinf(norm_type):
         maxima = [float(backend.get_array_module(g).abs(g).max()) for g in grads if g.size]
         if any(math.isnan(m) for m in maxima):
