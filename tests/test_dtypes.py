@@ -261,3 +261,13 @@ def test_bool_tensor_to_an_int_or_bool_power_matches_torch(exponent, torch):
     want = torch.from_numpy(a.copy()) ** exponent
     assert str(want.dtype) == f"torch.{got.dtype}"
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("axis", [None, 0])
+def test_float16_mean_sums_in_float32_as_torch(axis, torch):
+    x = np.array([[60000.0, 30000.0], [60000.0, 20000.0]], dtype=np.float16)
+    got = minigrad.tensor(x).mean(axis=axis)
+    t = torch.tensor(x)
+    want = t.mean() if axis is None else t.mean(axis)
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-3)

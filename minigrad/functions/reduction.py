@@ -77,7 +77,9 @@ class Mean(Function):
         xp = get_array_module(a)
         # Over an empty axis the mean is 0/0 = nan, as in NumPy and PyTorch
         # (without NumPy's "Mean of empty slice" warning).
-        total = xp.sum(a, axis=self.axes, keepdims=self.keepdims)
+        # float16 is summed in float32, as PyTorch does (60000 + 60000 overflows).
+        wide = np.float32 if a.dtype.kind == "f" and a.dtype.itemsize < 4 else None
+        total = xp.sum(a, axis=self.axes, keepdims=self.keepdims, dtype=wide)
         with np.errstate(invalid="ignore", divide="ignore"):
             return (total / self.count).astype(a.dtype, copy=False) if a.dtype.kind in "fc" \
                 else total / self.count
