@@ -57,11 +57,12 @@ def moments(x, axes):
         xp = get_array_module(x)
         shape = tuple(1 if a in axes else s for a, s in enumerate(x.shape))
         return xp.zeros(shape, dtype=x.dtype), xp.zeros(shape, dtype=x.dtype)
-    # float16 in float32, as PyTorch does: (x - μ)² and σ² overflow float16 (max
-    # 65504) for a standard deviation above 256, so both come back in float32.
-    wide = x.astype(np.float32) if x.dtype.kind == "f" and x.dtype.itemsize < 4 else x
-    mean = wide.mean(axis=axes, keepdims=True)
-    centered = wide - mean
+    if x.dtype.kind == "f" and x.dtype.itemsize < 4:
+        # float16 in float32, as PyTorch does: (x - μ)² and σ² overflow float16
+        # (max 65504) for a standard deviation above 256; both come back in float32.
+        x = x.astype(np.float32)
+    mean = x.mean(axis=axes, keepdims=True)
+    centered = x - mean
     return mean, (centered * centered).mean(axis=axes, keepdims=True)
 
 
