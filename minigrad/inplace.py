@@ -20,6 +20,10 @@ The three cases (PyTorch's rules):
    constant tensor combined with one that requires grad): the operation is
    recorded in the graph and the tensor becomes its output, holding a new
    array; its old value lives on in the graph as the operation's input.
+   Because the target gets a new array, a target that is a view of other
+   memory (a slice, reshape or transpose) is refused with RuntimeError:
+   the tensor it views would keep the old values (PyTorch tracks views and
+   updates the base; minigrad does not track views).
 
 The result keeps the target's shape, dtype and device.  The other operand is
 broadcast to the target's shape (RuntimeError when the broadcast shape
@@ -63,6 +67,35 @@ def _leaf_error(name):
                         "(e.g. an update of a parameter) or on a copy")
 
 
+def _view_error(name, target):
+    # A recorded in-place operation gives the target a new array (case 3), so a
+    # tensor sharing the old memory (the base of a slice, reshape or transpose)
+    # would keep the old values and a graph that misses the operation; PyTorch
+    # tracks views and updates the base, minigrad refuses instead.
+    return RuntimeError(f"{name}: in-place operation on a view (a slice, reshape, "
+                        f"transpose, ...) of another tensor's memory, of shape "
+                        f"{list(target.shape)}, while recording gradients: minigrad does "
+                        "not track views, so the tensor it views would not see the change. "
+                        "Write it out of place (v = v + x), or copy the view first "
+                        "(v = v * 1, or minigrad.tensor(v) under no_grad)")
+
+
+def _check_writable(name, array):
+    """RuntimeError for memory an in-place write cannot change element by
+    element: a broadcast view (``broadcast_to``), where one memory location
+    stands for several elements (PyTorch's error), or a read-only array."""
+    if any(stride == 0 and size > 1 for stride, size in zip(array.strides, array.shape)):
+        raise RuntimeError(f"{name}: unsupported operation: more than one element of the "
+                           f"written-to tensor (a broadcast view of shape "
+                           f"{list(array.shape)}) refers to a single memory location; "
+                           "copy it first (minigrad.tensor(t) or t * 1)")
+    flags = getattr(array, "flags", None)
+    if flags is not None and not getattr(flags, "writeable", True):
+        raise RuntimeError(f"{name}: the tensor's array is read-only (a broadcast view, "
+                           "or made from a read-only NumPy array); copy it first "
+                           "(minigrad.tensor(t))")
+
+
 def _check_result(name, target, result_dtype, result_shape):
     if tuple(result_shape) != target.shape:
         raise RuntimeError(f"{name}: output with shape {list(target.shape)} doesn't match "
@@ -93,9 +126,11 @@ def _operand(name, target, other):
                     f"{type(other).__name__}")
 
 
-def apply(name, target, function, *operands):
+def apply(name, target, function, *operands, alpha=1):
     """Run ``function`` (a Function instance) on ``target`` and ``operands``
-    and make ``target`` hold the result, following the three cases above."""
+    (each scaled by ``alpha`` first) and make ``target`` hold the result,
+    following the three cases above.  An operand that is ``target`` itself
+    (``h += h``) stands for its value before the operation."""
     from .tensor import Tensor  # noqa: PLC0415
     operands = [_operand(name, target, o) for o in operands]
     grad_on = autograd.is_grad_enabled()
@@ -103,16 +138,26 @@ def apply(name, target, function, *operands):
         raise _leaf_error(name)
     records = grad_on and (target._requires_grad or any(o._requires_grad for o in operands))
     if not records:
+        _check_writable(name, target._data)
+        if alpha != 1:
+            operands = [o * alpha for o in operands]
         result = function.forward(target._data, *[o._data for o in operands])
         _check_result(name, target, result.dtype, result.shape)
         target._data[...] = result          # casts to the target's dtype
         autograd.mark_modified(target._data)
         return target
+    if getattr(target._data, "base", None) is not None:
+        raise _view_error(name, target)
     # Record the operation.  The old value becomes a new tensor that takes
     # over the target's place in the graph; the target becomes the output.
     old = Tensor(target._data)
     old._creator, old._output_index = target._creator, target._output_index
     old._requires_grad = target._requires_grad
+    # The target as an operand is its old value: recording the target itself
+    # would make the new operation its own input.
+    operands = [old if o is target else o for o in operands]
+    if alpha != 1:
+        operands = [o * alpha for o in operands]
     out = function(old, *operands)
     _check_result(name, target, out.dtype, out.shape)
     if out.dtype != target.dtype:
@@ -201,16 +246,12 @@ def setitem(target, index, value):
 
 def add_(target, other, alpha=1):
     """``target += alpha * other`` in place; returns ``target``."""
-    if alpha != 1:
-        other = _operand("add_", target, other) * alpha
-    return apply("add_", target, E.Add(), other)
+    return apply("add_", target, E.Add(), other, alpha=alpha)
 
 
 def sub_(target, other, alpha=1):
     """``target -= alpha * other`` in place; returns ``target``."""
-    if alpha != 1:
-        other = _operand("sub_", target, other) * alpha
-    return apply("sub_", target, E.Sub(), other)
+    return apply("sub_", target, E.Sub(), other, alpha=alpha)
 
 
 def mul_(target, other):

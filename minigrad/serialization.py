@@ -189,8 +189,10 @@ def _encode(value, path, arrays):
             len(value) == 1 and next(iter(value)) in _MARKERS)
         if plain:
             return {k: _encode(v, path + [k], arrays) for k, v in value.items()}
-        return {"__dict__": [[_encode(k, path, {}), _encode(v, path + [k], arrays)]
-                             for k, v in value.items()]}
+        # A NumPy scalar key (np.int64(3)) is stored as an array like any
+        # scalar, so its member must go into ``arrays`` too.
+        return {"__dict__": [[_encode(k, path + [f"key {k}"], arrays),
+                              _encode(v, path + [k], arrays)] for k, v in value.items()]}
     raise TypeError(f"save: cannot store a {type(value).__name__} at {_where(path)}; a "
                     "checkpoint holds dicts, lists, tuples, numbers, strings, None and "
                     "arrays (no pickle)")

@@ -90,3 +90,12 @@ def test_gpu_tensor_refuses_implicit_conversion(device):
     with pytest.raises(TypeError, match=r"call \.numpy\(\)"):
         np.asarray(t)
     np.testing.assert_array_equal(t.numpy(), [1.0, 2.0])
+
+
+@pytest.mark.xfail(strict=True, reason="Tensor.__array__ in tensor.py converts a tensor that "
+                   "requires grad silently, so a NumPy function drops it from the graph")
+def test_numpy_function_of_a_tensor_requiring_grad_raises(torch):
+    with pytest.raises(RuntimeError):               # PyTorch: "Can't call numpy() on Tensor
+        np.exp(torch.tensor([1.0], requires_grad=True))   # that requires grad"
+    with pytest.raises(RuntimeError, match="requires grad"):
+        np.exp(minigrad.tensor([1.0], requires_grad=True))

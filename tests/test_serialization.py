@@ -360,3 +360,16 @@ def test_keys_that_are_no_file_names_round_trip(tmp_path):
     with zipfile.ZipFile(path) as archive:
         assert all(".." not in n.split("/") and not n.startswith("/") and "\x00" not in n
                    for n in archive.namelist())
+
+
+@pytest.mark.parametrize("key", [np.int64(3), np.float64(0.5), np.int8(-1)])
+def test_numpy_scalar_dict_keys_round_trip(tmp_path, key):
+    """A key such as a step counted with NumPy (np.int64) is a valid key that
+    save accepts, so load must read it back with its value and type."""
+    state = {key: np.arange(3.0), "other": 1, 7: {key: "x"}}
+    loaded = minigrad.load(minigrad.save(state, tmp_path / "keys"))
+    assert set(loaded) == {key, "other", 7}
+    back, = (k for k in loaded if k == key)
+    assert type(back) is type(key)
+    np.testing.assert_array_equal(loaded[key], np.arange(3.0))
+    assert loaded[7] == {key: "x"}

@@ -115,6 +115,9 @@ class Pow(_Binary):
 
     def compute(self, a, b):
         self.a, self.b = a, b
+        if a.dtype.kind == "b":            # bool ** bool is bool (PyTorch: t ** True)
+            self.out = a | ~b              # NumPy would give int8
+            return self.out
         with np.errstate(divide="ignore", invalid="ignore"):    # 0**-1 = inf, (-2)**0.5 = nan
             self.out = a ** b
         return self.out
@@ -142,6 +145,8 @@ class PowScalar(Function):
     def forward(self, a):
         if isinstance(self.c, float) and a.dtype.kind not in "fc":
             a = to_floating(a)             # int ** 0.5 is the default float dtype
+        elif a.dtype.kind == "b":          # PyTorch: bool ** 2 is int64 (NumPy: int8)
+            a = a.astype(np.int64)
         self.a = a
         with np.errstate(divide="ignore", invalid="ignore"):    # 0**-1 = inf, (-2)**0.5 = nan
             return a ** self.c

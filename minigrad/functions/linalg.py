@@ -89,6 +89,9 @@ class VectorNorm(Function):
             raise ValueError(f"vector_norm: ord={p} of an empty tensor of shape "
                              f"{tuple(x.shape)} over axes {self.axes} is undefined "
                              "(no maximum of nothing)")
+        self.dtype = x.dtype
+        if x.dtype.itemsize < 4:       # float16: sum in float32 as PyTorch does, so
+            x = x.astype(np.float32)   # that 300² + 400² does not overflow to inf
         a = xp.abs(x)
         if p == np.inf:
             n = a.max(axis=self.axes, keepdims=True)
@@ -103,6 +106,7 @@ class VectorNorm(Function):
         else:
             n = (a ** p).sum(axis=self.axes, keepdims=True) ** (1.0 / p)
         self.x, self.n = x, n
+        n = n.astype(self.dtype, copy=False)
         if self.keepdims:
             return n
         return n.reshape([s for i, s in enumerate(x.shape) if i not in self.axes])
@@ -112,8 +116,9 @@ class VectorNorm(Function):
         x, n, p = self.x, self.n, self.ord
         if not self.keepdims:
             g = g.reshape(n.shape)
+        g = g.astype(x.dtype, copy=False)
         if p == 0:
-            return xp.zeros_like(x)
+            return xp.zeros_like(x, dtype=self.dtype)
         zero = n == 0
         safe_n = xp.where(zero, 1, n)
         if p == 2:
@@ -128,4 +133,4 @@ class VectorNorm(Function):
             with np.errstate(divide="ignore", invalid="ignore"):
                 power = xp.where(a == 0, 0, a ** (p - 1))
             grad = xp.sign(x) * power / safe_n ** (p - 1)
-        return (xp.where(zero, 0, g * grad)).astype(x.dtype, copy=False)
+        return (xp.where(zero, 0, g * grad)).astype(self.dtype, copy=False)

@@ -21,6 +21,8 @@ Inputs are ``(x,)`` (no affine parameters) or ``(x, weight, bias)``.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd import Function
 from ..backend import get_array_module
 
@@ -57,6 +59,10 @@ def moments(x, axes):
         xp = get_array_module(x)
         shape = tuple(1 if a in axes else s for a, s in enumerate(x.shape))
         return xp.zeros(shape, dtype=x.dtype), xp.zeros(shape, dtype=x.dtype)
+    if x.dtype.kind == "f" and x.dtype.itemsize < 4:
+        # float16 in float32, as PyTorch does: (x - μ)² and σ² overflow float16
+        # (max 65504) for a standard deviation above 256; both come back in float32.
+        x = x.astype(np.float32)
     mean = x.mean(axis=axes, keepdims=True)
     centered = x - mean
     return mean, (centered * centered).mean(axis=axes, keepdims=True)
@@ -98,8 +104,9 @@ class BatchNormTrain(Function):
         xp = get_array_module(x)
         self.axes = (0,) + tuple(range(2, x.ndim))
         mean, var = moments(x, self.axes)
-        self.inv_std = 1.0 / xp.sqrt(var + self.eps)
-        self.xhat = (x - mean) * self.inv_std
+        inv_std = 1.0 / xp.sqrt(var + self.eps)
+        self.xhat = ((x - mean) * inv_std).astype(x.dtype, copy=False)
+        self.inv_std = inv_std.astype(x.dtype, copy=False)
         self.batch_mean, self.batch_var = mean.reshape(-1), var.reshape(-1)
         return _channel_affine(self, x, weight, bias)
 
@@ -151,8 +158,9 @@ class LayerNorm(Function):
         xp = get_array_module(x)
         self.axes = tuple(range(x.ndim - self.normalized_ndim, x.ndim))
         mean, var = moments(x, self.axes)
-        self.inv_std = 1.0 / xp.sqrt(var + self.eps)
-        self.xhat = (x - mean) * self.inv_std
+        inv_std = 1.0 / xp.sqrt(var + self.eps)
+        self.xhat = ((x - mean) * inv_std).astype(x.dtype, copy=False)
+        self.inv_std = inv_std.astype(x.dtype, copy=False)
         if weight is None:
             return self.xhat
         self.weight = weight
@@ -184,8 +192,9 @@ class GroupNorm(Function):
         self.grouped_shape = (n, self.num_groups, _prod(x.shape[1:]) // self.num_groups)
         grouped = x.reshape(self.grouped_shape)               # (N, G, C/G · spatial)
         mean, var = moments(grouped, (2,))
-        self.inv_std = 1.0 / xp.sqrt(var + self.eps)            # (N, G, 1)
-        self.xhat = ((grouped - mean) * self.inv_std).reshape(x.shape)
+        inv_std = 1.0 / xp.sqrt(var + self.eps)                  # (N, G, 1)
+        self.xhat = ((grouped - mean) * inv_std).astype(x.dtype, copy=False).reshape(x.shape)
+        self.inv_std = inv_std.astype(x.dtype, copy=False)
         return _channel_affine(self, x, weight, bias)
 
     def backward(self, g):

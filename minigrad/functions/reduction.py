@@ -53,7 +53,10 @@ class Sum(Function):
     def forward(self, a):
         self.in_shape = a.shape
         self.axes = normalize_axis(self.axis, a.ndim, "sum")
-        return get_array_module(a).sum(a, axis=self.axes, keepdims=self.keepdims)
+        # PyTorch sums bool and every integer dtype in int64 (NumPy: uint8 in
+        # uint64, where ``x.sum() - 10`` would wrap around).
+        dtype = np.int64 if a.dtype.kind in "biu" else None
+        return get_array_module(a).sum(a, axis=self.axes, keepdims=self.keepdims, dtype=dtype)
 
     def backward(self, g):
         # BEGIN SOLUTION ch01.9
@@ -76,7 +79,9 @@ class Mean(Function):
         xp = get_array_module(a)
         # Over an empty axis the mean is 0/0 = nan, as in NumPy and PyTorch
         # (without NumPy's "Mean of empty slice" warning).
-        total = xp.sum(a, axis=self.axes, keepdims=self.keepdims)
+        # float16 is summed in float32, as PyTorch does (60000 + 60000 overflows).
+        wide = np.float32 if a.dtype.kind == "f" and a.dtype.itemsize < 4 else None
+        total = xp.sum(a, axis=self.axes, keepdims=self.keepdims, dtype=wide)
         with np.errstate(invalid="ignore", divide="ignore"):
             return (total / self.count).astype(a.dtype, copy=False) if a.dtype.kind in "fc" \
                 else total / self.count

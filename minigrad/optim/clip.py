@@ -65,7 +65,10 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     grads = [p.grad.data for p in parameters if p.grad is not None]
     if not grads:
         return 0.0
-    total = _global_norm(grads, norm_type)
+    # float16 gradients are summed in float32, as PyTorch does: the squares of
+    # gradients above 256 would overflow to inf and zero every gradient.
+    total = _global_norm([g.astype(np.float32) if g.dtype.itemsize < 4 else g
+                          for g in grads], norm_type)
     if error_if_nonfinite and not math.isfinite(total):
         raise RuntimeError(f"clip_grad_norm_: the total norm of order {norm_type} of the "
                            f"gradients is {total}; pass error_if_nonfinite=False to clip "

@@ -295,6 +295,26 @@ class Optimizer:
                                  f"{p.device}) has a gradient of shape {g.shape}, {g.dtype}, "
                                  f"{g.device}; expected the parameter's shape, dtype and "
                                  "device; nothing was updated")
+            self._check_buffers(i, p)
+
+    def _check_buffers(self, i, p) -> None:
+        """Raise when a buffer of ``p``'s state (momentum, Adam's moments) no
+        longer fits ``p``: its ``.data`` was replaced by one of another shape
+        or device after the state was made.  The update would otherwise fail
+        after writing the parameters before it."""
+        spec = self._state_spec
+        for k, v in self.state.get(p, {}).items():
+            kind = None if spec is None else spec.get(k)
+            if not _is_array(v) or not (kind == "tensor" or v.ndim):
+                continue
+            device = backend.device_of(v)
+            if tuple(v.shape) != p.shape or device != p.device:
+                raise ValueError(f"{type(self).__name__}.step: buffer {k!r} of parameter {i} "
+                                 f"has shape {tuple(v.shape)}, {v.dtype}, {device}, the "
+                                 f"parameter {p.shape}, {p.dtype}, {p.device} (was its .data "
+                                 "replaced after the optimizer's first step? make a new "
+                                 "optimizer, or move the model before making it); nothing "
+                                 "was updated")
 
     def register_step_pre_hook(self, hook) -> RemovableHandle:
         """Call ``hook(optimizer, args, kwargs)`` before every ``step()``.

@@ -76,6 +76,10 @@ class StageAccumulator(GradientAccumulator):
             raise RuntimeError("StageAccumulator.backward_output: this window counts "
                                "micro-batches without num_items; pass num_items everywhere")
         loss = float(loss)
+        if weight == 0:     # no items: its loss (nan, a mean over nothing) adds nothing
+            self._mode = "items"
+            self._awaiting_step = True
+            return
         if math.isfinite(loss) and output.requires_grad:
             autograd.backward(output, grad_output)
         elif not math.isfinite(loss):
@@ -309,7 +313,8 @@ class PipelineStage:
         Returns:
             ``(grad_input, num_items, loss)``: the gradient of ``n_j L_j`` at
             this stage's input (None on the first stage; zeros if the input
-            received no gradient; nan for a non-finite loss), and n_j, L_j to
+            received no gradient or the micro-batch has no items; nan for a
+            non-finite loss of a micro-batch with items), and n_j, L_j to
             pass upstream.
 
         Raises:
@@ -330,7 +335,7 @@ class PipelineStage:
         grad_input = None
         if not self.is_first:
             xp = backend.get_array_module(x.data)
-            if not math.isfinite(loss):
+            if not math.isfinite(loss) and num_items != 0:     # zero items: zeros
                 grad_input = xp.full(x.shape, np.nan, dtype=x.dtype)
             elif x.grad is None:
                 grad_input = xp.zeros(x.shape, dtype=x.dtype)

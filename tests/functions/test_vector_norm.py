@@ -71,3 +71,19 @@ def test_vector_norm_errors():
     with pytest.raises(ValueError, match="empty"):
         vector_norm(minigrad.tensor(np.zeros((0, 2))), np.inf, axis=0)
     assert vector_norm(minigrad.tensor(np.zeros((0, 2))), 2, axis=0).numpy().tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("ord", [2, 1, 0.5, float("inf")])
+def test_float16_norm_sums_in_float32_as_torch(ord, torch):
+    """300² + 400² overflows float16 (max 65504); PyTorch accumulates half
+    precision in float32 and returns 500 in float16, with finite gradients."""
+    x = np.array([300.0, 400.0], dtype=np.float16)
+    t = torch.tensor(x, requires_grad=True)
+    want = torch.linalg.vector_norm(t, ord=ord)
+    want.backward()
+    m = minigrad.tensor(x, requires_grad=True)
+    got = vector_norm(m, ord=ord)
+    got.backward()
+    assert got.dtype == np.float16 and m.grad.dtype == np.float16
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-3)
+    np.testing.assert_allclose(m.grad.numpy(), t.grad.numpy(), rtol=2e-3)

@@ -225,3 +225,14 @@ def test_bce_with_logits_weight_parity(torch, reduction, device):
     ref = torch.nn.BCEWithLogitsLoss(weight=torch.tensor(w))
     np.testing.assert_allclose(layer(minigrad.tensor(x), minigrad.tensor(y)).item(),
                                ref(torch.tensor(x), torch.tensor(y)).item(), rtol=1e-12)
+
+
+def test_probability_targets_get_an_error_that_names_them():
+    """PyTorch accepts class probabilities of the input's shape; minigrad takes
+    class indices and says so, instead of asking for shape (N,) as if the
+    shapes merely disagreed."""
+    logits = minigrad.tensor(np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="class probabilities.*shape \\(4,\\)"):
+        F.cross_entropy(logits, minigrad.tensor(np.full((4, 3), 1 / 3)))
+    with pytest.raises(ValueError, match="expected target shape \\(4,\\)"):
+        F.cross_entropy(logits, minigrad.tensor(np.zeros((4, 3), dtype=np.int64)))

@@ -481,3 +481,22 @@ def test_module_to_that_fails_halfway_puts_everything_back(monkeypatch):
              for t in list(model.parameters()) + list(model.buffers())]
     assert all(a[0] is b[0] and a[1] is b[1] for a, b in zip(after, before))
     assert all(p.dtype == np.float32 for p in model.parameters())
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_a_parameter_replaced_after_the_state_was_made_updates_nothing(float64, name):
+    """The last parameter's .data replaced by one of another shape (its
+    gradient matching the new shape): its momentum or moments no longer fit,
+    and step raises before writing the parameters in front of it."""
+    model = make_mlp()
+    opt = OPTIMIZERS[name](model.parameters())
+    _backward(model, classification_batches(1, 8)[0])
+    opt.step()
+    _backward(model, classification_batches(1, 8)[0])
+    last = list(model.parameters())[-1]
+    last.data = np.zeros(last.shape + (2,), dtype=last.dtype)
+    last.grad = minigrad.ones(*last.shape, dtype=last.dtype)
+    before = _everything(model, opt)
+    with pytest.raises(ValueError, match="buffer .* nothing was updated"):
+        opt.step()
+    assert _equal(_everything(model, opt), before)

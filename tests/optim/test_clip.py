@@ -93,3 +93,18 @@ def test_non_finite(float64):
 def test_bad_arguments(kwargs, error, text):
     with pytest.raises(error, match=text):
         clip_grad_norm_(_params([np.ones(2)]), **kwargs)
+
+
+def test_float16_gradients_are_clipped_like_torch(torch):
+    """A float16 gradient of norm 500 (squares above the float16 range) is
+    clipped to norm 1, not multiplied by max_norm / inf = 0."""
+    g = np.array([300.0, 400.0], dtype=np.float16)
+    p = minigrad.tensor(np.zeros(2, dtype=np.float16), requires_grad=True)
+    p.grad = minigrad.tensor(g)
+    tp = torch.zeros(2, dtype=torch.float16, requires_grad=True)
+    tp.grad = torch.tensor(g)
+    total = clip_grad_norm_([p], 1.0)
+    want = torch.nn.utils.clip_grad_norm_([tp], 1.0)
+    assert total == pytest.approx(float(want), rel=1e-3)
+    assert p.grad.dtype == np.float16
+    np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-3)

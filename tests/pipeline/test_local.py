@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -174,3 +175,31 @@ def test_pipeline_on_each_device(device, schedule):
     seen = [g for opt in optimizers for g in opt.seen_grads]
     assert relative_error(seen, grads[0]) <= tol
     assert relative_error([q.numpy() for q in model.parameters()], params[0]) <= tol
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+@pytest.mark.parametrize("p", [2, 3])
+def test_micro_batch_with_every_target_ignored_equals_full_batch(p, schedule):
+    """A micro-batch whose targets are all ignore_index has no items (its mean
+    loss is nan, as in PyTorch): every stage adds nothing for it, none skips
+    the window, and the update is the full batch's (no RuntimeWarning)."""
+    x, y = make_data(12)
+    y[4:8] = -100                                   # micro-batch 1 of 3
+    ref = make_model()
+    ref_opt = optimizer_for(ref.parameters())
+    nn.functional.cross_entropy(ref(minigrad.tensor(x)), minigrad.tensor(y)).backward()
+    ref_opt.step()
+    model = make_model()
+    stages = split_sequential(model, stage_sizes(p))
+    pipe = LocalPipeline(stages, [optimizer_for(s.parameters()) for s in stages],
+                         nn.functional.cross_entropy, 3, schedule,
+                         num_items=lambda t: int((np.asarray(t) != -100).sum()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loss = pipe.step(x, y)
+    assert [st.accumulator.updates for st in pipe.stages] == [1] * p
+    assert relative_error([q.numpy() for q in model.parameters()],
+                          [q.numpy() for q in ref.parameters()]) <= 1e-14
+    assert all(np.isfinite(st.accumulator.window_loss) for st in pipe.stages)
+    assert loss == pytest.approx(nn.functional.cross_entropy(
+        make_model()(minigrad.tensor(x)), minigrad.tensor(y)).item(), rel=1e-14)
