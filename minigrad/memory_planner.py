@@ -214,11 +214,13 @@ def plan(params, *, trainable=None, param_dtype="float32", grad_dtype=None,
         raise ValueError("plan: give activation_bytes_per_item, or all of seq_len, width, "
                          "depth and heads of a transformer")
 
+    # BEGIN SOLUTION ch12.3
     parameters = trainable * value_b + frozen * frozen_b
     if master_weights:
         parameters += trainable * 4
     gradients = trainable * grad_b
     optimizer_state = trainable * OPTIMIZER_STATES[optimizer] * state_b
+    # END SOLUTION
     settings = dict(params=params, trainable=trainable, param_dtype=param_dtype,
                     grad_dtype=grad_dtype or param_dtype, master_weights=master_weights,
                     optimizer=optimizer, state_dtype=state_dtype, frozen_dtype=frozen_dtype,

@@ -41,6 +41,10 @@ PATHS = {
     "tests/exercises/test_ch07.py": 7,
     "tests/exercises/test_ch08.py": 8,
     "tests/exercises/test_ch09.py": 9,
+    "tests/optim/test_precision.py": 12,
+    "tests/experiments/test_precision.py": 12,
+    "tests/test_memory_plan.py": 12,
+    "tests/exercises/test_ch12.py": 12,
 }
 
 # Tests that use later material than the rest of their file: the exercises

@@ -73,6 +73,9 @@ EXERCISES = {
     "8.2": "sampling text from the model",
     "9.1": "one door to the array module",
     "9.2": "moving a tensor between devices, and its gradient",
+    "12.1": "Kahan summation",
+    "12.2": "unscale once per window",
+    "12.3": "the planner's bytes per parameter",
 }
 
 ID_RE = re.compile(r"^(\d{1,2})\.(\d{1,2})$")

@@ -152,7 +152,9 @@ def kahan_add(total, compensation, value):
         c = (t - total) - y  # ... and recovered here (exactly, in binary floating point)
         total = t
     """
+    # BEGIN SOLUTION ch12.1
     y = value - compensation
     t = total + y
     compensation = (t - total) - y
+    # END SOLUTION
     return t, compensation

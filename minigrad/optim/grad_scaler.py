@@ -122,6 +122,7 @@ class GradScaler:
             raise RuntimeError("GradScaler.unscale_: unscale_() has already been called on "
                                "this optimizer since the last update(); unscale once per "
                                "update (once per accumulation window)")
+        # BEGIN SOLUTION ch12.2
         inv_scale = 1.0 / self._scale
         found_inf = False
         for group in optimizer.param_groups:
@@ -131,6 +132,7 @@ class GradScaler:
                 xp = backend.get_array_module(p.grad.data)
                 p.grad.data *= p.grad.data.dtype.type(inv_scale)
                 found_inf = found_inf or not bool(xp.isfinite(p.grad.data).all())
+        # END SOLUTION
         state["unscaled"] = True
         state["found_inf"] = found_inf
 

@@ -1,0 +1,162 @@
+"""Exercises of chapter 12 (precision and memory)."""
+import numpy as np
+import pytest
+
+import minigrad
+from minigrad.memory_planner import plan
+from minigrad.optim import SGD, GradientAccumulator, GradScaler
+from minigrad.optim.buffers import kahan_add
+
+from .check import assert_close, rng
+
+N = 1_000_000
+
+
+# ------------------------------------------------------------------ 12.1
+@pytest.mark.exercise("12.1")
+def test_kahan_add_keeps_the_ones_that_float16_rounds_away():
+    total, c = kahan_add(np.float16(2048), np.float16(0), np.float16(1))
+    assert np.asarray(total).dtype == np.float16 and np.asarray(c).dtype == np.float16, \
+        f"kahan_add(float16, float16, float16) returned ({np.asarray(total).dtype}, " \
+        f"{np.asarray(c).dtype}); every operation must stay in the arrays' dtype (float16)"
+    assert total == 2048, \
+        f"2048 + 1 in float16 gave a total of {total}; float16's spacing at 2048 is 2, so " \
+        "the rounded sum t = total + y is 2048 (the 1 is lost, to be kept in c)"
+    assert c == -1, \
+        f"after 2048 + 1 the compensation is {c}, expected -1: c = (t - total) - y is " \
+        "what the rounding lost, with the sign that y = value - c adds back next time"
+    total, c = kahan_add(total, c, np.float16(1))
+    assert total == 2050, \
+        f"2048 + 1 + 1 in float16 with compensation gave {total}, expected 2050" + (
+            ": that is plain float16 addition; the next term must be corrected first, "
+            "y = value - c = 1 - (-1) = 2" if total == 2048 else "")
+    assert c == 0, f"after 2048 + 1 + 1 the compensation is {c}, expected 0 (2 was exact)"
+
+
+@pytest.mark.exercise("12.1")
+def test_kahan_sum_of_many_small_float16_terms_is_nearly_exact():
+    values = (rng(12).uniform(0.5, 1.5, size=(3000, 4))).astype(np.float16)
+    exact = values.astype(np.float64).sum(axis=0)
+    plain = np.zeros(4, np.float16)
+    total, c = np.zeros(4, np.float16), np.zeros(4, np.float16)
+    for v in values:
+        plain = plain + v
+        total, c = kahan_add(total, c, v)
+    assert np.asarray(total).dtype == np.float16, \
+        f"the Kahan total is {np.asarray(total).dtype}; kahan_add must compute in float16"
+    rounded_once = exact.astype(np.float16).astype(np.float64)
+    err_once = np.max(np.abs(rounded_once - exact))
+    err_plain = np.max(np.abs(plain.astype(np.float64) - exact))
+    err = np.max(np.abs(np.asarray(total, dtype=np.float64) - exact))
+    assert err <= 2 * err_once + 1e-12, \
+        f"the Kahan sum of 3000 float16 terms is off by {err:.3g} (plain float16 " \
+        f"addition: {err_plain:.3g}; rounding the exact sum once: {err_once:.3g})" + (
+            ": it equals plain addition, so the compensation is never fed back "
+            "(y = value - c)" if np.array_equal(np.asarray(total), plain) else
+            ": the compensation must be c = (t - total) - y, in that order of operations")
+
+
+# ------------------------------------------------------------------ 12.2
+def _sgd_with_grads(grads, dtype=np.float32):
+    params = [minigrad.tensor(np.zeros_like(g, dtype=dtype), requires_grad=True) for g in grads]
+    for p, g in zip(params, grads):
+        if g is not None:
+            p.grad = minigrad.tensor(np.asarray(g, dtype=dtype))
+    return params, SGD(params, lr=1.0)
+
+
+@pytest.mark.exercise("12.2")
+def test_unscale_divides_every_gradient_by_the_scale_in_place():
+    g = [np.array([8.0, -16.0, 24.0]), np.array([[4.0, 2.0], [0.5, -1.0]])]
+    params, opt = _sgd_with_grads(g, np.float16)
+    frozen = minigrad.tensor(np.ones(2, np.float16), requires_grad=True)   # no gradient
+    opt.param_groups[0]["params"].append(frozen)
+    before = [p.grad for p in params]
+    scaler = GradScaler(init_scale=8.0)
+    scaler.unscale_(opt)
+    for i, (p, gi) in enumerate(zip(params, g)):
+        assert p.grad is before[i], \
+            f"unscale_ replaced parameter {i}'s .grad; it must divide it in place"
+        assert p.grad.data.dtype == np.float16, \
+            f"parameter {i}'s gradient became {p.grad.data.dtype}; in place keeps float16"
+        assert_close(p.grad, gi / 8, f"parameter {i}'s gradient after unscale_ with S = 8", [
+            (gi, "the gradients still carry the scale: multiply each by 1/S"),
+            (gi * 8, "the gradients were multiplied by S; unscaling multiplies by 1/S")])
+    assert frozen.grad is None, "a parameter whose .grad is None has no gradient to unscale"
+    assert scaler.found_inf(opt) is False, \
+        "no gradient holds inf or nan, yet found_inf(optimizer) is not False"
+
+
+@pytest.mark.exercise("12.2")
+def test_unscale_records_inf_and_nan_so_the_step_is_skipped():
+    for bad in (np.inf, np.nan):
+        params, opt = _sgd_with_grads([np.array([1.0, 2.0]), np.array([3.0, bad])])
+        scaler = GradScaler(init_scale=4.0)
+        scaler.unscale_(opt)
+        assert scaler.found_inf(opt) is True, \
+            f"a gradient holds {bad}, but unscale_ recorded found_inf = " \
+            f"{scaler.found_inf(opt)}: check every gradient of every group with isfinite"
+        result = scaler.step(opt)
+        assert result is None and all(np.all(p.numpy() == 0) for p in params), \
+            f"a gradient holds {bad}, yet scaler.step() updated the parameters"
+
+
+@pytest.mark.exercise("12.2")
+def test_the_window_update_uses_the_unscaled_full_batch_gradient():
+    x = rng(3).standard_normal((6, 3))
+    w = minigrad.tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)
+    w0 = w.numpy().copy()
+    acc = GradientAccumulator(SGD([w], lr=0.01), accumulation_steps=2,
+                              scaler=GradScaler(init_scale=2.0 ** 8))
+    for part in (x[:4], x[4:]):
+        y = minigrad.tensor(part) @ w
+        acc.backward((y * y).mean(), num_items=len(part))
+        acc.step()
+    assert acc.updates == 1, f"the window of 2 micro-batches made {acc.updates} updates"
+    full_grad = 2 * x.T @ (x @ w0) / len(x)
+    assert_close(w.numpy() - w0, -0.01 * full_grad,
+                 "the update of one window (loss scale S = 256)",
+                 [(-0.01 * 256 * full_grad, "the gradients were not divided by S before the "
+                                            "step")])
+
+
+# ------------------------------------------------------------------ 12.3
+@pytest.mark.parametrize("optimizer, dtype, master, parts", [
+    ("sgd", "float32", False, (4, 4, 0)),             # value + gradient: 8
+    ("sgd-momentum", "float32", False, (4, 4, 4)),    # + momentum: 12
+    ("adam", "float32", False, (4, 4, 8)),            # + two moments: 16
+    ("adam", "float16", True, (2 + 4, 2, 8)),         # 2 + master 4, 2, moments 8: 16
+])
+@pytest.mark.exercise("12.3")
+def test_plan_counts_the_bytes_per_parameter(optimizer, dtype, master, parts):
+    p = plan(N, param_dtype=dtype, master_weights=master, optimizer=optimizer,
+             state_dtype="float32", activation_bytes_per_item=0)
+    got = tuple(v / N for v in (p.parameters, p.gradients, p.optimizer_state))
+    names = ("parameters", "gradients", "optimizer state")
+    why = {"parameters": "the values in param_dtype" + (
+               ", plus a float32 master copy (4 bytes) when master_weights" if master else ""),
+           "gradients": f"one gradient per trainable value, in grad_dtype ({dtype} here)",
+           "optimizer state": f"{parts[2] // 4} float32 buffer(s) per parameter for "
+                              f"{optimizer!r} (OPTIMIZER_STATES × state_dtype's bytes)"}
+    for name, g, want in zip(names, got, parts):
+        assert g == want, \
+            f"{optimizer}, {dtype}, master_weights={master}: {name} take {g:g} bytes per " \
+            f"parameter, expected {want}: {why[name]}"
+    assert p.resident == sum(parts) * N
+
+
+@pytest.mark.exercise("12.3")
+def test_plan_gives_a_frozen_base_no_gradient_and_no_state():
+    p = plan(N, trainable=1000, frozen_dtype="4bit", param_dtype="float16",
+             master_weights=True, activation_bytes_per_item=0)
+    expected = (N - 1000) * 0.5 + 1000 * (2 + 4)
+    assert p.parameters == expected, \
+        f"parameters take {p.parameters:g} bytes, expected {expected:g}: the frozen " \
+        "999,000 in frozen_dtype (4 bits = 0.5 byte), the 1000 trainable in param_dtype " \
+        "(2) plus their float32 master copy (4); the frozen base has no master copy"
+    assert p.gradients == 1000 * 2, \
+        f"gradients take {p.gradients:g} bytes, expected {1000 * 2}: only the 1000 " \
+        "trainable parameters get a gradient"
+    assert p.optimizer_state == 1000 * 8, \
+        f"the optimizer state takes {p.optimizer_state:g} bytes, expected {1000 * 8}: " \
+        "Adam keeps two float32 moments for the trainable parameters only"
