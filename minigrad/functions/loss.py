@@ -73,14 +73,17 @@ def _check_targets(target, num_classes, ignore_index, name):
     """Raise ValueError naming the first target outside [0, C) that is not ignored.
 
     Returns True when every target lies in [0, C) (the common case: on the CPU
-    two reductions, on the GPU one reduction and one wait for the device),
+    one reduction, on the GPU one reduction and one wait for the device),
     False when some equal ``ignore_index`` outside that range.
     """
     if target.size == 0:
         return True
     xp = get_array_module(target)
     if xp is np:
-        if 0 <= target.min() and target.max() < num_classes:
+        # One reduction for both bounds: viewed as unsigned, a negative index is
+        # larger than any class count.
+        unsigned = target.view(target.dtype.str.replace("i", "u"))
+        if unsigned.max() < num_classes:
             return True
     elif not bool(((target < 0) | (target >= num_classes)).any()):
         return True

@@ -128,3 +128,28 @@ def test_sqrt_of_relu_through_the_accumulator_updates():
             updated = acc.step()
     assert updated and acc.skipped_windows == 0
     np.testing.assert_array_equal(w.numpy(), [-1.0, 0.0, 3.75])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("upstream", [[2.0, 3.0, 4.0, 5.0], [INF, -INF, NAN, 5.0]],
+                         ids=["finite", "inf-nan"])
+@pytest.mark.parametrize("op", ["relu", "clip", "abs"])
+def test_select_keeps_dtype_and_warns_not(op, upstream, dtype, device):
+    """Both ways of selecting (a multiply for a finite gradient on the CPU, a
+    where otherwise): blocked entries exactly 0, passed ones unchanged, the
+    gradient's dtype kept, and no floating-point warning."""
+    fn = {"relu": lambda t: t.relu(), "clip": lambda t: t.clip(-1.0, 1.0),
+          "abs": lambda t: t.abs()}[op]
+    x = minigrad.tensor(np.array([-2.0, 0.0, 0.5, 3.0], dtype=dtype), device=device,
+                        requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fn(x).backward(minigrad.tensor(np.array(upstream, dtype=dtype), device=device))
+    grad = x.grad.numpy()
+    assert grad.dtype == dtype
+    passes = {"relu": [False, False, True, True], "clip": [False, True, True, False],
+              "abs": [True, False, True, True]}[op]
+    factor = {"relu": [1, 1, 1, 1], "clip": [1, 1, 1, 1], "abs": [-1, 0, 1, 1]}[op]
+    with np.errstate(invalid="ignore"):        # -inf * 0 where the mask blocks anyway
+        expected = np.where(passes, np.array(upstream, dtype=dtype) * factor, 0)
+    np.testing.assert_array_equal(grad, expected.astype(dtype))

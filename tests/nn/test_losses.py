@@ -235,3 +235,25 @@ def test_mse_loss_shape_error_names_the_loss():
 def test_bce_with_logits_shape_error_names_the_loss():
     with pytest.raises(ValueError, match=r"binary_cross_entropy_with_logits: .*\(4,\).*\(3,\)"):
         F.binary_cross_entropy_with_logits(minigrad.randn(4), minigrad.rand(3))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16",
+                                   "uint32", "uint64", ">i4", "<i8"])
+def test_target_bounds_for_every_integer_dtype(dtype):
+    """The class-index check (one reduction over the indices viewed as unsigned)
+    for every integer dtype, byte order and a strided target."""
+    z = minigrad.randn(4, 5)
+    target = np.array([0, 4, 9, 2, 3, 1, 1, 0], dtype=dtype)[::2]     # [0, 9, 3, 1]
+    with pytest.raises(ValueError, match=r"target 9 is out of bounds.*C=5"):
+        F.cross_entropy(z, target)
+    target = np.array([0, 4, 2, 1], dtype=dtype)
+    assert np.isfinite(F.cross_entropy(z, target).item())
+    assert np.isfinite(F.nll_loss(z.log_softmax(axis=1), target).item())
+    if np.dtype(dtype).kind == "i":
+        with pytest.raises(ValueError, match=r"target -1 is out of bounds"):
+            F.cross_entropy(z, np.array([0, -1, 2, 1], dtype=dtype))
+        with pytest.raises(ValueError, match=r"target -3 is out of bounds"):
+            F.nll_loss(z.log_softmax(axis=1), np.array([0, 1, -3, 1], dtype=dtype))
+        # ignore_index outside [0, C) is not an error: those rows are skipped
+        loss = F.cross_entropy(z, np.array([0, -100, 2, 1], dtype=np.int64))
+        assert np.isfinite(loss.item())
