@@ -41,7 +41,30 @@ PATHS = {
     "tests/exercises/test_ch07.py": 7,
     "tests/exercises/test_ch08.py": 8,
     "tests/exercises/test_ch09.py": 9,
+    "tests/exercises/test_ch10.py": 10,
+    "tests/exercises/test_ch11.py": 11,
+    "tests/docs/": 0,                  # per chapter file: TESTS below
+    "tests/site/": 0,
+    "tests/test_setup.py": 0,
+    "tests/test_chapter_figures.py": 0,
+    "tests/test_testing.py": 1,
+    "tests/test_backward_driver.py": 1,
+    "tests/test_grad_mode_threads.py": 1,
+    "tests/test_inplace.py": 1,
+    "tests/test_dtypes.py": 1,
+    "tests/test_empty_tensors.py": 1,
+    "tests/test_numpy_interop.py": 1,
+    "tests/test_serialization.py": 3,
+    "tests/test_checkpoint_context.py": 7,
+    "tests/test_gpu_kernels.py": 9,
+    "tests/test_distributed.py": 10,
+    "tests/pipeline/": 11,
 }
+
+# Tests parametrized by a chapter's file (the docs run each chapter's code
+# blocks and find its quotes in the library): the chapter is the number in
+# the parameter, chapters/NN_*.md or chapters/answers/NN.md.
+BY_PARAMETER = {"tests/docs/": r"^\[chapters/(?:answers/)?(\d{2})"}
 
 # Tests that use later material than the rest of their file: the exercises
 # named are the stubs a test reached (make selftest checks the tags).

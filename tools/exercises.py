@@ -73,6 +73,12 @@ EXERCISES = {
     "8.2": "sampling text from the model",
     "9.1": "one door to the array module",
     "9.2": "moving a tensor between devices, and its gradient",
+    "10.1": "one all-reduce per window",
+    "10.2": "SyncBatchNorm's two sums",
+    "10.3": "uneven shards without repeats",
+    "11.1": "the GPipe schedule",
+    "11.2": "the 1F1B schedule",
+    "11.3": "the simulated clock",
 }
 
 ID_RE = re.compile(r"^(\d{1,2})\.(\d{1,2})$")
