@@ -59,6 +59,8 @@ PATHS = {
     "tests/test_gpu_kernels.py": 9,
     "tests/test_distributed.py": 10,
     "tests/pipeline/": 11,
+    "tests/functions/test_blocked_gradients.py": 2,   # ReLU, dropout, embedding, cross-entropy
+    "tests/nn/test_exact_batchnorm.py": 6,            # the window's statistics (6.3, 6.4)
 }
 
 # Tests parametrized by a chapter's file (the docs run each chapter's code
@@ -144,4 +146,18 @@ TESTS = {
     "tests/test_inplace.py::test_good_grad_assignment_reaches_the_optimizer_and_accumulator": 4,
     "tests/test_inplace.py::test_checkpointed_segment_input_changed_before_backward_raises": 7,
     "tests/test_serialization.py::test_training_resumed_from_disk_mid_window_is_bit_identical": 6,
+    "tests/functions/test_blocked_gradients.py::test_sqrt_of_relu_through_the_accumulator_updates": 4,
+    "tests/nn/test_exact_batchnorm.py::test_eval_mode_is_one_plain_pass": 4,
+    "tests/nn/test_exact_batchnorm.py::test_checkpointed_segments": 7,
+    "tests/nn/test_losses_weighted.py::test_weighted_accumulation_with_float_num_items": 4,
+    "tests/optim/test_all_or_nothing.py::test_a_bad_rate_at_the_update_changes_nothing_and_a_retry_continues": 4,
+    "tests/optim/test_all_or_nothing.py::test_a_raising_lr_lambda_changes_nothing_and_a_retry_continues": 4,
+    "tests/optim/test_all_or_nothing.py::test_a_state_saved_between_a_failure_and_the_retry_resumes_exactly": 4,
+    "tests/optim/test_all_or_nothing.py::test_an_optimizer_failing_halfway_inside_the_accumulator": 5,
+    "tests/optim/test_all_or_nothing.py::test_accumulator_load_is_all_or_nothing": 6,
+    "tests/optim/test_zero_items.py::test_empty_micro_batch_counts_and_update_equals_full_batch": 4,
+    "tests/optim/test_zero_items.py::test_flush_of_an_empty_short_window_is_skipped": 5,
+    "tests/optim/test_zero_items.py::test_window_without_any_item_is_skipped_with_a_warning": 5,
+    "tests/test_cli.py::test_train_counts_skipped_windows_apart_from_updates": 5,  # 5.3
+    "tests/test_cli.py::test_train_exits_1_when_no_update_was_made": 5,  # 5.3
 }
