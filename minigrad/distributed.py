@@ -427,9 +427,11 @@ class DistributedWindowSampler:
     def micro_batches(self, indices, rank=None) -> list:
         """Rank ``rank``'s micro-batches of a window holding ``indices``."""
         rank = self.rank if rank is None else rank
+        # BEGIN SOLUTION ch10.3
         shard = np.array_split(np.asarray(indices), self.num_replicas)[rank]
         m = min(self.accumulation_steps, len(indices) // self.num_replicas)
         return np.array_split(shard, m)
+        # END SOLUTION
 
     def __iter__(self):
         for w in range(len(self)):
@@ -464,6 +466,7 @@ def reduce_window(accumulator) -> bool:
     params = [p for group in accumulator.optimizer.param_groups for p in group["params"]]
     if not params:
         raise ValueError("reduce_window: the optimizer has no parameters")
+    # BEGIN SOLUTION ch10.1
     dtype = np.result_type(*[p.dtype for p in params])
     sizes = [int(np.prod(p.shape)) for p in params]
     n_grad = sum(sizes)
@@ -496,6 +499,7 @@ def reduce_window(accumulator) -> bool:
     accumulator._loss_sum = host[-2].item()
     accumulator._nonfinite = bool(host[-1] > 0)
     return True
+    # END SOLUTION
 
 
 # ----------------------------------------------------------------- the launcher

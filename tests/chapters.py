@@ -41,11 +41,37 @@ PATHS = {
     "tests/exercises/test_ch07.py": 7,
     "tests/exercises/test_ch08.py": 8,
     "tests/exercises/test_ch09.py": 9,
+    "tests/exercises/test_ch10.py": 10,
+    "tests/exercises/test_ch11.py": 11,
+    "tests/docs/": 0,                  # per chapter file: TESTS below
+    "tests/site/": 0,
+    "tests/test_setup.py": 0,
+    "tests/test_chapter_figures.py": 0,
+    "tests/test_testing.py": 1,
+    "tests/test_backward_driver.py": 1,
+    "tests/test_grad_mode_threads.py": 1,
+    "tests/test_inplace.py": 1,
+    "tests/test_inplace_aliasing.py": 1,
+    "tests/test_dtypes.py": 1,
+    "tests/test_empty_tensors.py": 1,
+    "tests/test_numpy_interop.py": 1,
+    "tests/test_serialization.py": 3,
+    "tests/test_checkpoint_context.py": 7,
+    "tests/test_gpu_kernels.py": 9,
+    "tests/test_distributed.py": 10,
+    "tests/pipeline/": 11,
+    "tests/functions/test_blocked_gradients.py": 2,   # ReLU, dropout, embedding, cross-entropy
+    "tests/nn/test_exact_batchnorm.py": 6,            # the window's statistics (6.3, 6.4)
     "tests/optim/test_precision.py": 12,
     "tests/experiments/test_precision.py": 12,
     "tests/test_memory_plan.py": 12,
     "tests/exercises/test_ch12.py": 12,
 }
+
+# Tests parametrized by a chapter's file (the docs run each chapter's code
+# blocks and find its quotes in the library): the chapter is the number in
+# the parameter, chapters/NN_*.md or chapters/answers/NN.md.
+BY_PARAMETER = {"tests/docs/": r"^\[chapters/(?:answers/)?(\d{2})"}
 
 # Tests that use later material than the rest of their file: the exercises
 # named are the stubs a test reached (make selftest checks the tags).
@@ -107,4 +133,36 @@ TESTS = {
     "tests/test_cli.py::test_verify_plots": 8,
     "tests/test_cli.py::test_verify_quick_json": 8,  # 2.9, 3.9, 4.3, 6.3, 8.1
     "tests/test_memory.py::test_peak_on_cuda_without_gpu_raises": 9,  # 9.1
+    "tests/docs/test_chapters.py::test_python_blocks_run_and_show_their_numbers"
+    "[chapters/01_autograd.md]": 4,  # 4.1: backward adds into .grad
+    "tests/test_backward_driver.py::test_accumulated_window_peaks_at_one_step_plus_one_gradient": 4,
+    "tests/test_backward_driver.py::test_two_passes_add_in_the_same_order_as_one_summed_gradient": 4,
+    "tests/test_chapter_figures.py::test_checkpoint_counts_match_the_graph": 7,
+    "tests/test_dtypes.py::test_floating_functions_of_integers_use_the_default_dtype": 2,
+    "tests/test_dtypes.py::test_layer_rejects_an_input_of_another_dtype": 2,
+    "tests/test_dtypes.py::test_other_floating_functions_of_integers": 2,
+    "tests/test_empty_tensors.py::test_losses_on_a_batch_of_0": 2,
+    "tests/test_empty_tensors.py::test_softmax_along_a_length_0_axis": 2,
+    "tests/test_empty_tensors.py::test_layers_on_a_batch_of_0": 4,
+    "tests/test_empty_tensors.py::test_batchnorm_empty_micro_batch_with_merged_statistics": 6,
+    "tests/test_inplace.py::test_sgd_loop_written_by_hand_updates_the_model": 2,
+    "tests/test_inplace.py::test_optimizers_still_exact_after_in_place_updates": 3,
+    "tests/test_inplace.py::test_change_after_backward_is_fine": 4,
+    "tests/test_inplace.py::test_good_grad_assignment_reaches_the_optimizer_and_accumulator": 4,
+    "tests/test_inplace.py::test_checkpointed_segment_input_changed_before_backward_raises": 7,
+    "tests/test_serialization.py::test_training_resumed_from_disk_mid_window_is_bit_identical": 6,
+    "tests/functions/test_blocked_gradients.py::test_sqrt_of_relu_through_the_accumulator_updates": 4,
+    "tests/nn/test_exact_batchnorm.py::test_eval_mode_is_one_plain_pass": 4,
+    "tests/nn/test_exact_batchnorm.py::test_checkpointed_segments": 7,
+    "tests/nn/test_losses_weighted.py::test_weighted_accumulation_with_float_num_items": 4,
+    "tests/optim/test_all_or_nothing.py::test_a_bad_rate_at_the_update_changes_nothing_and_a_retry_continues": 4,
+    "tests/optim/test_all_or_nothing.py::test_a_raising_lr_lambda_changes_nothing_and_a_retry_continues": 4,
+    "tests/optim/test_all_or_nothing.py::test_a_state_saved_between_a_failure_and_the_retry_resumes_exactly": 4,
+    "tests/optim/test_all_or_nothing.py::test_an_optimizer_failing_halfway_inside_the_accumulator": 5,
+    "tests/optim/test_all_or_nothing.py::test_accumulator_load_is_all_or_nothing": 6,
+    "tests/optim/test_zero_items.py::test_empty_micro_batch_counts_and_update_equals_full_batch": 4,
+    "tests/optim/test_zero_items.py::test_flush_of_an_empty_short_window_is_skipped": 5,
+    "tests/optim/test_zero_items.py::test_window_without_any_item_is_skipped_with_a_warning": 5,
+    "tests/test_cli.py::test_train_counts_skipped_windows_apart_from_updates": 5,  # 5.3
+    "tests/test_cli.py::test_train_exits_1_when_no_update_was_made": 5,  # 5.3
 }

@@ -50,14 +50,26 @@ def _chapter_map():
     return chapters.PATHS, chapters.TESTS
 
 
+def _by_parameter():
+    from tests import chapters  # noqa: PLC0415
+    return getattr(chapters, "BY_PARAMETER", {})
+
+
 def chapter_of_nodeid(nodeid: str, paths=None, tests=None):
     """The chapter of a test id (``tests/x.py::test_y[param]``), or None."""
     if paths is None:
         paths, tests = _chapter_map()
+    if nodeid in tests:                 # one parameter of a parametrized test
+        return tests[nodeid]
     base = nodeid.split("[", 1)[0]
     if base in tests:
         return tests[base]
     file = base.split("::", 1)[0]
+    if "[" in nodeid:                   # a test parametrized by a chapter file
+        for prefix, pattern in _by_parameter().items():
+            found = re.search(pattern, nodeid[len(base):])
+            if file.startswith(prefix) and found:
+                return int(found.group(1))
     match = re.match(r"notebooks/(\d{2})_[^/]*\.ipynb$", file)
     if match:
         return int(match.group(1))

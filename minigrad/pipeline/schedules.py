@@ -55,11 +55,13 @@ def gpipe(p: int, m: int) -> list[list[tuple[str, int]]]:
     using Pipeline Parallelism", NeurIPS 2019, section 2.2 and figure 2.
     """
     _check_sizes("gpipe", p, m)
+    # BEGIN SOLUTION ch11.1
     schedule = []
     for _stage in range(p):
         ops = [("F", j) for j in range(m)] + [("B", j) for j in range(m)]
         schedule.append(ops)
     return schedule
+    # END SOLUTION
 
 
 def one_f_one_b(p: int, m: int) -> list[list[tuple[str, int]]]:
@@ -93,6 +95,7 @@ def one_f_one_b(p: int, m: int) -> list[list[tuple[str, int]]]:
         raise ValueError(f"one_f_one_b: 1F1B needs at least as many micro-batches as "
                          f"stages (m >= p), got m={m} < p={p}; use gpipe({p}, {m}) or "
                          f"raise m")
+    # BEGIN SOLUTION ch11.2
     schedule = []
     for stage in range(p):
         warmup = p - stage - 1
@@ -103,6 +106,7 @@ def one_f_one_b(p: int, m: int) -> list[list[tuple[str, int]]]:
         ops += [("B", j) for j in range(m - warmup, m)]
         schedule.append(ops)
     return schedule
+    # END SOLUTION
 
 
 SCHEDULES = {"gpipe": gpipe, "1f1b": one_f_one_b}

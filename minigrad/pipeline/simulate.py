@@ -109,6 +109,7 @@ def simulate(schedule, t_forward=1.0, t_backward=2.0) -> SimulationResult:
     p, m = check_schedule(schedule)
     tf = _per_stage("t_forward", t_forward, p)
     tb = _per_stage("t_backward", t_backward, p)
+    # BEGIN SOLUTION ch11.3
     end = {}                       # (op, s, j) -> end time
     free = [0.0] * p               # when each stage finishes its previous op
     position = [0] * p             # next op of each stage
@@ -132,6 +133,7 @@ def simulate(schedule, t_forward=1.0, t_backward=2.0) -> SimulationResult:
                 timeline.append((s, kind, j, start, start + duration))
                 position[s] += 1
                 progress = True
+    # END SOLUTION
     waiting = [(s, *schedule[s][position[s]]) for s in range(p)
                if position[s] < len(schedule[s])]
     if waiting:

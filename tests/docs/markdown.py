@@ -167,6 +167,14 @@ _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 _PATH = re.compile(r"^(?:minigrad|tests|tools|notebooks|chapters|benchmarks)/[\w./-]*$")
 
 
+def _left_out(path: Path) -> bool:
+    """True for the answer keys (chapters/answers/) in a student copy (a tree
+    with ``student.json``), which ``make student`` leaves out on purpose."""
+    answers = (ROOT / "chapters" / "answers").resolve()
+    path = path.resolve()
+    return (ROOT / "student.json").is_file() and (path == answers or answers in path.parents)
+
+
 def broken_links(path: Path) -> list[str]:
     """Links in the document at ``path`` whose file or anchor does not exist."""
     text = strip_code(document_text(path))
@@ -177,7 +185,7 @@ def broken_links(path: Path) -> list[str]:
             continue
         file_part, _, anchor = target.partition("#")
         resolved = (path.parent / file_part).resolve() if file_part else path
-        if not resolved.exists():
+        if not resolved.exists() and not _left_out(resolved):
             problems.append(f"{target}: {resolved.relative_to(ROOT) if resolved.is_relative_to(ROOT) else resolved} does not exist")
             continue
         if anchor and resolved.suffix in (".md", ".ipynb"):
@@ -295,7 +303,7 @@ def broken_references(path: Path) -> list[str]:
         if not _PATH.match(file_part):
             continue
         target = ROOT / file_part.rstrip("/")
-        if not target.exists() and not _generated(file_part):
+        if not target.exists() and not _generated(file_part) and not _left_out(target):
             problems.append(f"`{span}`: {file_part} does not exist")
         elif sep and name not in _defined_names(target):
             problems.append(f"`{span}`: {file_part} defines no {name}")
