@@ -76,6 +76,8 @@ BY_PARAMETER = {"tests/docs/": r"^\[chapters/(?:answers/)?(\d{2})"}
 # Tests that use later material than the rest of their file: the exercises
 # named are the stubs a test reached (make selftest checks the tags).
 TESTS = {
+    "tests/test_inplace.py::test_an_optimizer_step_counts_as_an_in_place_change": 3,  # SGD
+    "tests/optim/test_all_or_nothing.py::test_a_parameter_replaced_after_the_state_was_made_updates_nothing": 4,
     "tests/data/test_loader.py::test_split_a_tuple_keeps_pairs_aligned": 4,  # 4.2
     "tests/data/test_loader.py::test_split_loader_batch_of_tensors": 4,  # 4.2
     "tests/data/test_loader.py::test_split_properties": 4,  # 4.2
