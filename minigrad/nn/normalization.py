@@ -148,8 +148,11 @@ def _values_per_channel(x):
 def _update_running_stats(running_mean, running_var, mean, unbiased_var, factor):
     """running ← (1 - factor)·running + factor·new, in place (keeps dtype and device)."""
     xp = running_mean._xp
-    mean = xp.asarray(mean).astype(running_mean.dtype, copy=False)
-    unbiased_var = xp.asarray(unbiased_var).astype(running_var.dtype, copy=False)
+    # float16 buffers blend in float32, as PyTorch: a batch variance above 65504
+    # must not turn the running variance into inf
+    wide = np.float32 if running_mean.dtype == np.float16 else running_mean.dtype
+    mean = xp.asarray(mean).astype(wide, copy=False)
+    unbiased_var = xp.asarray(unbiased_var).astype(wide, copy=False)
     # BEGIN SOLUTION ch02.11
     running_mean.data[...] = (1 - factor) * running_mean.data + factor * mean
     running_var.data[...] = (1 - factor) * running_var.data + factor * unbiased_var

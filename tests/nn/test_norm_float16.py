@@ -38,10 +38,8 @@ def test_float16_wide_values_normalize_like_torch(name, torch):
     np.testing.assert_allclose(mx.grad.numpy(), tx.grad.numpy(), atol=2e-3)
 
 
-@pytest.mark.xfail(strict=True, reason="_update_running_stats in nn/normalization.py casts "
-                   "the batch variance to float16 before blending, so a variance above "
-                   "65504 makes the running variance inf (PyTorch blends in float32)")
 def test_float16_running_variance_of_wide_values_matches_torch(torch):
+    """A batch variance above 65504 blends in float32 (as PyTorch), not into inf."""
     x, _ = _data()
     layer, reference = nn.BatchNorm1d(4), torch.nn.BatchNorm1d(4).half()
     layer.to(np.float16)
