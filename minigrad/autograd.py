@@ -58,9 +58,25 @@ def is_grad_enabled() -> bool:
     return _state.enabled
 
 
-def set_grad_enabled(mode: bool) -> None:
-    """Switch graph recording on or off for this thread."""
-    _state.enabled = bool(mode)
+class set_grad_enabled:
+    """Switch graph recording on or off for this thread, at once; as PyTorch's,
+    also a context manager that restores the previous mode on exit::
+
+        minigrad.set_grad_enabled(False)          # off from here on
+        with minigrad.set_grad_enabled(False):    # off inside the block only
+            ...
+    """
+
+    def __init__(self, mode: bool):
+        self.previous = _state.enabled
+        _state.enabled = bool(mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _state.enabled = self.previous
+        return False
 
 
 class _GradMode(contextlib.ContextDecorator):
@@ -78,11 +94,11 @@ class _GradMode(contextlib.ContextDecorator):
         if stack is None:
             stack = self._local.saved = []
         stack.append(is_grad_enabled())
-        set_grad_enabled(self.mode)
+        _state.enabled = bool(self.mode)
         return self
 
     def __exit__(self, *exc):
-        set_grad_enabled(self._local.saved.pop())
+        _state.enabled = self._local.saved.pop()
         return False
 
 

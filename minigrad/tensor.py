@@ -46,8 +46,9 @@ def _to_array(data, dtype=None, device="cpu"):
     except ValueError:      # NumPy's message for [[1, 2], [3]]: "inhomogeneous shape"
         raise ValueError("tensor: cannot make a tensor from a ragged nested list; every "
                          "row must have the same length") from None
-    if dtype is None and arr.dtype.kind == "f":
+    if dtype is None and arr.dtype.kind == "f" and not isinstance(data, np.generic):
         arr = arr.astype(get_default_dtype())    # Python floats take the default dtype
+        # (a NumPy scalar such as np.float64(2.0) keeps its own, as in PyTorch)
     elif dtype is not None:
         arr = arr.astype(dtype)
     if arr.dtype.kind in "OUS":

@@ -231,9 +231,6 @@ def test_concatenate_and_stack_promote_like_torch(join, torch):
     assert b.grad.dtype == np.float32
 
 
-@pytest.mark.xfail(strict=True, reason="minigrad.tensor gives a NumPy floating scalar the "
-                   "default dtype (float32) instead of its own: _to_array in tensor.py "
-                   "treats np.float64(2.0) like a Python float")
 @pytest.mark.parametrize("scalar", [np.float64(2.0), np.float16(2.0)])
 def test_tensor_from_a_numpy_scalar_keeps_its_dtype(scalar, torch):
     assert str(torch.tensor(scalar).dtype) == f"torch.{np.dtype(type(scalar))}"

@@ -102,9 +102,6 @@ def test_no_grad_decorates_a_generator_function(torch):
     assert list(gen()) == [False]
 
 
-@pytest.mark.xfail(strict=True, reason="set_grad_enabled in autograd.py is a plain function "
-                   "returning None; PyTorch's is also a context manager that restores the "
-                   "previous mode")
 def test_set_grad_enabled_as_a_context_manager(torch):
     with torch.set_grad_enabled(False):
         assert not torch.is_grad_enabled()
