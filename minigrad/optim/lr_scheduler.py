@@ -212,7 +212,9 @@ class LRScheduler:
             return None
         return list(loaded)
 
-    def _check_state(self, state_dict) -> dict:
+    def _check_keys(self, state_dict) -> str:
+        """Raise unless ``state_dict`` is a dict with this scheduler's keys; returns
+        the name to use in later errors."""
         name = f"{type(self).__name__}.load_state_dict"
         if not isinstance(state_dict, dict):
             raise TypeError(f"{name}: expected a dict made by state_dict(), got "
@@ -222,6 +224,10 @@ class LRScheduler:
             raise ValueError(f"{name}: not a state of {type(self).__name__} (keys "
                              f"{sorted(state_dict)}, expected {sorted(expected)}); was it "
                              "saved from another kind of scheduler?")
+        return name
+
+    def _check_state(self, state_dict) -> dict:
+        name = self._check_keys(state_dict)
         n = len(self.optimizer.param_groups)
         checked = {"last_epoch": _check_int(name, "last_epoch", state_dict["last_epoch"], -1),
                    "_step_count": _check_int(name, "_step_count", state_dict["_step_count"], 0),
@@ -559,14 +565,7 @@ class _Composite(LRScheduler):
         return {}
 
     def _check_state(self, state_dict) -> dict:
-        name = f"{type(self).__name__}.load_state_dict"
-        if not isinstance(state_dict, dict):
-            raise TypeError(f"{name}: expected a dict made by state_dict(), got "
-                            f"{type(state_dict).__name__}")
-        expected = set(self.state_dict())
-        if set(state_dict) != expected:
-            raise ValueError(f"{name}: not a state of {type(self).__name__} (keys "
-                             f"{sorted(state_dict)}, expected {sorted(expected)})")
+        name = self._check_keys(state_dict)
         children = state_dict["_schedulers"]
         if not isinstance(children, list) or len(children) != len(self._schedulers):
             raise ValueError(f"{name}: the state holds {len(children)} schedulers, this "
