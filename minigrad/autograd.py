@@ -5,11 +5,14 @@ How a graph is recorded
 A :class:`Function` computes on raw arrays (NumPy or CuPy).  Calling one on
 Tensors runs ``forward`` on their ``.data``, wraps each output array in a new
 Tensor, and, when gradients are wanted, records the Function as the output's
-``creator``.  The Function keeps its *inputs* (it needs them to route gradients)
-and whatever arrays its ``backward`` needs, but never its outputs: the
-references only point from outputs back to inputs, so there are no reference
-cycles, and once the user drops the last output the whole graph is freed by
-reference counting alone (``gc`` is not needed).
+``creator``.  The Function keeps, for each input, where that input's gradient
+must go (the leaf tensor itself, or an :class:`Edge` to the Function that made
+it), and whatever arrays its ``backward`` needs, but never its outputs nor
+any array it did not save: the references only point from outputs back to
+inputs, so there are no reference cycles, an activation that no backward
+needs is freed as soon as the user's code drops it, and once the user drops
+the last output the whole graph is freed by reference counting alone (``gc``
+is not needed).
 
 How backward runs
 -----------------
@@ -164,6 +167,48 @@ def _register_tensor_type(tensor_class, as_tensor_like) -> None:
 _KEPT_AFTER_RELEASE = frozenset(("num_outputs", "needs_input_grad"))
 
 
+class Edge:
+    """What a Function keeps of an input that is not a leaf requiring grad.
+
+    An input computed by a Function is remembered by where its gradient goes
+    (output ``_output_index`` of the Function ``_creator``) and by the shape
+    and dtype that gradient must have, not by the tensor: the tensor's array
+    stays alive only if some backward saved it.  PyTorch's graph edges are
+    the same ``(function, input_nr)`` pairs.  An input that needs no
+    gradient is the shared :data:`NO_GRAD` (no creator, no gradient).
+
+    A leaf that requires grad is kept as the Tensor itself, since its
+    gradient goes into its ``.grad``.  Edge has the attributes the backward
+    driver reads on both (``_creator``, ``_output_index``, ``_requires_grad``,
+    ``shape``, ``dtype``), so the driver treats the two alike.
+    """
+
+    __slots__ = ("_creator", "_output_index", "_requires_grad", "shape", "dtype")
+
+    def __init__(self, creator, output_index, shape, dtype):
+        self._creator = creator
+        self._output_index = output_index
+        self._requires_grad = creator is not None
+        self.shape = shape
+        self.dtype = dtype
+
+    def __repr__(self):
+        if self._creator is None:
+            return "Edge(no gradient)"
+        return (f"Edge(<{type(self._creator).__name__}>, output {self._output_index}, "
+                f"shape {self.shape}, {self.dtype})")
+
+
+NO_GRAD = Edge(None, 0, None, None)
+
+
+def _edge_to(t):
+    """What a recorded Function keeps of its input Tensor ``t`` (see :class:`Edge`)."""
+    if t._creator is None:
+        return t if t._requires_grad else NO_GRAD
+    return Edge(t._creator, t._output_index, t._data.shape, t._data.dtype)
+
+
 class Function:
     """A differentiable operation on raw arrays.
 
@@ -182,15 +227,14 @@ class Function:
     Python numbers (converted to constant Tensors).
     """
 
+    # inputs: one entry per input, set when the Function is recorded: the
+    # Tensor itself for a leaf that requires grad, else an Edge.
     inputs: tuple = ()
     needs_input_grad: tuple = ()
     _released: bool = False
-    # In-place checks (see minigrad.inplace).  _recorded_at: the in-place
-    # counter when this Function was recorded.  reads_inputs: set True in a
-    # subclass whose backward reads its inputs' arrays through self.inputs
-    # instead of keeping them on self (checkpointing's recomputation).
+    # In-place check (see minigrad.inplace): the in-place counter when this
+    # Function was recorded.
     _recorded_at: int = 0
-    reads_inputs: bool = False
 
     def __call__(self, *inputs):
         # The hot path of every model (a small network runs it thousands of times
@@ -216,13 +260,14 @@ class Function:
         if not isinstance(outputs, tuple):          # one output: the common case
             out = Tensor(outputs, requires_grad=record)
             if record:
-                self.inputs, self.num_outputs, self._released = tensors, 1, False
+                self.inputs = tuple([_edge_to(t) for t in tensors])
+                self.num_outputs, self._released = 1, False
                 self._recorded_at = _inplace_counter
                 out._creator = self
             return out
         results = tuple(Tensor(out, requires_grad=record) for out in outputs)
         if record:
-            self.inputs = tensors
+            self.inputs = tuple([_edge_to(t) for t in tensors])
             self._recorded_at = _inplace_counter
             self.num_outputs = len(results)
             self._released = False
@@ -385,10 +430,8 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
 
 
 # The in-place counter.  An in-place operation that overwrites an array
-# stamps the array's memory (its root base) with the next count; one that
-# re-records a tensor in the graph stamps the tensor (``_version``).  A
-# Function recorded at count r must not read an array stamped after r, nor
-# route a gradient to a tensor re-recorded after r.
+# stamps the array's memory (its root base) with the next count.  A Function
+# recorded at count r must not read an array stamped after r.
 _inplace_counter = 0
 _array_stamps = {}          # id(root array) -> (weak reference to it, count)
 _prune_at = 1024
@@ -450,30 +493,21 @@ def _saved_arrays(fn):
         for v in (value if isinstance(value, (tuple, list)) else (value,)):
             if hasattr(v, "dtype") and hasattr(v, "shape") and hasattr(v, "base"):
                 yield v
-    if fn.reads_inputs:
-        for x in fn.inputs:
-            yield x._data
 
 
 def _check_versions(fn) -> None:
     """Raise when an array ``fn`` reads in backward was overwritten in place
-    after ``fn`` was recorded, or an input was re-recorded in the graph since
-    (its gradient would go to the new operation)."""
+    after ``fn`` was recorded.  (An input re-recorded in the graph since is
+    no problem: ``fn`` keeps an :class:`Edge` to the Function that made the
+    value it used, not the tensor.)"""
     recorded = fn._recorded_at
-    problem = None
-    for x in fn.inputs:
-        if getattr(x, "_version", 0) > recorded and x._creator is not None:
-            problem = f"an input of shape {list(x.shape)} (changed in place since)"
-    if problem is None:
-        for a in _saved_arrays(fn):
-            if _stamp(a) > recorded:
-                problem = f"an array of shape {list(a.shape)} and dtype {a.dtype} it saved"
-                break
-    if problem is not None:
-        raise RuntimeError(f"backward: one of the variables needed for gradient "
-                           f"computation has been modified by an inplace operation: "
-                           f"{problem} for {type(fn).__name__}; compute with a copy, or "
-                           "change the tensor in place only after backward")
+    for a in _saved_arrays(fn):
+        if _stamp(a) > recorded:
+            raise RuntimeError(f"backward: one of the variables needed for gradient "
+                               f"computation has been modified by an inplace operation: "
+                               f"an array of shape {list(a.shape)} and dtype {a.dtype} it "
+                               f"saved for {type(fn).__name__}; compute with a copy, or "
+                               "change the tensor in place only after backward")
 
 
 def _send_gradients(fn, grad_outputs, grads, leaves) -> None:
@@ -499,12 +533,11 @@ def _send_gradients(fn, grad_outputs, grads, leaves) -> None:
         if not x._requires_grad:
             continue
         if g is not None:
-            data = x._data
-            if g.shape != data.shape:
+            if g.shape != x.shape:
                 raise RuntimeError(f"{type(fn).__name__}.backward returned a gradient of "
                                    f"shape {tuple(g.shape)} for an input of shape {x.shape}")
-            if g.dtype != data.dtype:
-                g = g.astype(data.dtype)
+            if g.dtype != x.dtype:
+                g = g.astype(x.dtype)
         parent = x._creator
         if parent is None:
             entry = leaves[id(x)]            # [uses left, gradient summed so far]

@@ -41,17 +41,15 @@ from .tensor import Tensor, get_default_dtype, set_default_dtype
 class CheckpointFunction(Function):
     """One graph node standing for a whole call ``fn(*args)``.
 
-    ``forward`` runs ``fn`` under no_grad and keeps nothing but the inputs
-    (which the node holds anyway) and the random state; ``backward``
-    recomputes ``fn`` with grad enabled and backpropagates through it.
+    ``forward`` runs ``fn`` under no_grad and keeps nothing but its input
+    arrays and the random state; ``backward`` recomputes ``fn`` with grad
+    enabled and backpropagates through it.
 
     ``args`` is the full argument list given to :func:`checkpoint`, with
     ``None`` at the positions of the Tensor inputs that are passed to this
     Function (they arrive in ``forward`` as arrays).  A trailing extra input is
     the *anchor* (see :func:`checkpoint`) when ``has_anchor`` is True.
     """
-
-    reads_inputs = True     # backward recomputes from the inputs' arrays
 
     def __init__(self, fn, args, tensor_positions, has_anchor):
         self.fn = fn
@@ -73,6 +71,7 @@ class CheckpointFunction(Function):
     def forward(self, *arrays):
         if self.has_anchor:
             arrays = arrays[:-1]
+        self.input_arrays = arrays          # backward recomputes from these
         # BEGIN SOLUTION ch07.1
         self.rng_state = mg_random.get_rng_state()
         self.contexts = list(mg_random.dropout_contexts())
@@ -86,10 +85,10 @@ class CheckpointFunction(Function):
         # END SOLUTION
 
     def backward(self, *grad_outputs):
-        inputs = self.inputs[:-1] if self.has_anchor else self.inputs
-        needs = self.needs_input_grad[:len(inputs)]
+        arrays = self.input_arrays
+        needs = self.needs_input_grad[:len(arrays)]
         # Fresh leaves over the same arrays: the recomputed graph ends at them.
-        leaves = [Tensor(x.data, requires_grad=need) for x, need in zip(inputs, needs)]
+        leaves = [Tensor(a, requires_grad=need) for a, need in zip(arrays, needs)]
 
         # BEGIN SOLUTION ch07.2
         # Replay the forward's context, and put the caller's back afterwards.

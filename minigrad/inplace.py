@@ -36,17 +36,21 @@ to the desired output type Long").
 Version counter: one global count advances with every in-place operation.
 Overwriting an array stamps its memory (the array that owns it, so views
 made by indexing, ``reshape`` or ``detach()`` count as the same memory) with
-the count; re-recording a tensor in the graph (case 3) stamps the tensor.
-Every recorded Function remembers the count when it was recorded.  When
-backward reaches a Function that kept, for its backward, an array whose
-memory was overwritten after that (an input, its own output, a view of
-either), or one of whose inputs was re-recorded since (its gradient would go
-to the new operation), it raises PyTorch's RuntimeError "one of the
-variables needed for gradient computation has been modified by an inplace
-operation" instead of returning a silently wrong gradient.  A Function that
-keeps no array (``add``, ``reshape``) does not mind.  The check runs only
-when an in-place operation happened after the Function was recorded, so the
-hot path costs one integer comparison per Function.
+the count.  Every recorded Function remembers the count when it was
+recorded.  When backward reaches a Function that kept, for its backward, an
+array whose memory was overwritten after that (an input, its own output, a
+view of either), it raises PyTorch's RuntimeError "one of the variables
+needed for gradient computation has been modified by an inplace operation"
+instead of returning a silently wrong gradient.  A Function that keeps no
+array (``add``, ``reshape``) does not mind.  The check runs only when an
+in-place operation happened after the Function was recorded, so the hot path
+costs one integer comparison per Function.
+
+Re-recording (case 3) overwrites no memory, and it does not disturb
+earlier uses of the target either: a Function keeps an
+:class:`~minigrad.autograd.Edge` to the Function that made the value it
+used, so ``s = h.sum(); h += 1`` still sends ``s``'s gradient to ``h``'s
+old value, and ``h += h.sum()`` is fine.
 """
 from __future__ import annotations
 
@@ -162,8 +166,7 @@ def apply(name, target, function, *operands, alpha=1):
     _check_result(name, target, out.dtype, out.shape)
     if out.dtype != target.dtype:
         out = out.to(dtype=target.dtype)
-    target._version = autograd.bump_version()   # earlier users of target must not
-    target._data = out._data                    # route gradients to the new creator
+    target._data = out._data      # earlier users of target keep Edges to its old creator
     target._creator, target._output_index = out._creator, out._output_index
     target._requires_grad = True
     return target

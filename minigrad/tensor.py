@@ -107,7 +107,7 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_grad", "_requires_grad", "_creator", "_output_index",
-                 "name", "_version", "__weakref__")
+                 "name", "__weakref__")
     # numpy_array * tensor calls Tensor.__rmul__ (and array < tensor calls
     # Tensor.__gt__): NumPy defers to an operand of higher priority.
     __array_priority__ = 100

@@ -133,8 +133,8 @@ def graph_bytes(tensor, exclude=()) -> int:
     """Bytes of the arrays that the graph behind ``tensor`` keeps alive for backward.
 
     Walks from ``tensor``'s creator back to the leaves and counts, once each,
-    the arrays that Function nodes hold: their inputs' data and the arrays
-    they saved (directly, or in a tuple / list).  ``tensor``'s own data is
+    the arrays that Function nodes hold: their leaf inputs' data and the
+    arrays they saved (directly, or in a tuple / list).  ``tensor``'s own data is
     not counted (it is the stage's output, handed on to the next stage), nor
     are the arrays in ``exclude`` (the parameters: resident, not stashed).
 
@@ -166,10 +166,11 @@ def graph_bytes(tensor, exclude=()) -> int:
                     count(item)
             else:
                 count(value)
-        for x in fn.inputs:
-            count(x.data)
-            if x.creator is not None:
-                stack.append(x.creator)
+        for x in fn.inputs:              # leaf Tensors, or Edges (no array)
+            if isinstance(x, Tensor):
+                count(x.data)
+            if x._creator is not None:
+                stack.append(x._creator)
     return total
 
 

@@ -70,7 +70,12 @@ def test_checkpointed_stages_equal_full_batch_and_stash_only_inputs(p, schedule)
     for s in range(p):
         want = expected_checkpoint_stash_bytes(pipe.schedule, s, p)
         assert pipe.peak_stash_bytes[s] == want
-        assert plain.peak_stash_bytes[s] > want      # activations inside the stage too
+        if stage_sizes(p)[s] > 2 or s == p - 1:
+            # a Tanh inside (its output is stashed too), or the loss's saved arrays
+            assert plain.peak_stash_bytes[s] > want
+        else:
+            # Linear -> Tanh keeps the stage's input and its output (not stashed)
+            assert plain.peak_stash_bytes[s] == want
     assert pipe.peak_stash == plain.peak_stash
 
 
