@@ -27,6 +27,9 @@ the window (model and data built first).  Floors, with 2 % slack:
 * 8 × 512 ≤ one 512 step + every parameter's gradient bytes (the ``.grad``
   buffer accumulation must keep: a plain step reaches its peak mid-backward,
   before most gradients exist, while a window holds ``.grad`` all along);
+* against PyTorch, when installed: every row ≤ PyTorch's peak (a graph keeps
+  only the arrays some backward saved, as PyTorch's does; the difference left
+  is the 16 KiB block of the SGD update and minigrad's Python objects);
 * against the analytic minimum: one micro-batch-1 step ≤ the gradients' bytes,
   and 16 × 1 ≤ the gradients' bytes + the largest gradient (the activations
   of one example are a few KiB; the step's ``p -= lr * g`` runs in blocks,
@@ -244,10 +247,17 @@ def parameter_regime(quick: bool = False) -> dict:
     print(f"floor: peak(8 x 512) = {window512 / step512:.3f} x one step <= (one step + all "
           f"gradients) x {SLACK} = {floor_512['floor']:.3f} x: "
           f"{'yes' if floor_512['ok'] else 'NO'}")
+    floor_torch = None
+    if torch_peaks:
+        worst = max(peaks[label] / torch_peaks[label] for label, _, _ in BIG_ROWS)
+        floor_torch = {"ratio": worst, "floor": SLACK, "ok": worst <= SLACK}
+        print(f"floor: every row <= PyTorch's x {SLACK}: worst minigrad / PyTorch = "
+              f"{worst:.3f}: {'yes' if floor_torch['ok'] else 'NO'}")
     return {"peaks_bytes": peaks, "torch_cpu_peaks_bytes": torch_peaks,
             "largest_gradient_bytes": largest, "gradient_bytes": all_grads,
             "floor_16x1": floor_1, "floor_8x512": floor_512,
-            "floor_step_1_vs_gradients": floor_step, "floor_16x1_vs_gradients": floor_window}
+            "floor_step_1_vs_gradients": floor_step, "floor_16x1_vs_gradients": floor_window,
+            "floor_every_row_vs_pytorch": floor_torch}
 
 
 def run(quick: bool = False) -> dict:

@@ -254,6 +254,24 @@ def select(mask, g):
     return xp.where(mask, g, g.dtype.type(0))
 
 
+def select_where_nonzero(a, g):
+    """``select(a != 0, g)``: ``g`` where ``a`` is not 0 (nan counts as not 0),
+    else exactly 0, without a boolean mask array.
+
+    On the CPU, for a finite ``g``, the 0/1 mask is written straight into the
+    result's memory and multiplied by ``g`` there, so the only new array is
+    the result: a ReLU's backward then peaks at the same memory as PyTorch's
+    one-kernel ``threshold_backward`` (a mask would add a quarter of an
+    activation in float32).  Otherwise it is :func:`select`'s ``where``.
+    """
+    xp = get_array_module(g)
+    if xp is np and np.isfinite(g).all():
+        grad = np.not_equal(a, 0, out=np.empty_like(g))     # 1.0 where a != 0, else 0.0
+        grad *= g
+        return grad
+    return xp.where(a != 0, g, g.dtype.type(0))
+
+
 class Abs(Function):
     """|a|; the gradient is sign(a), 0 at a = 0 (the subgradient PyTorch picks).
 
@@ -311,40 +329,39 @@ class Sigmoid(Function):
 
 
 class ReLU(Function):
-    """max(a, 0); the gradient is 0 where the output is <= 0 (also at 0, and
-    for an inf or nan upstream gradient), and passes elsewhere, nan inputs
-    included, as PyTorch's ``threshold_backward``.
+    """max(a, 0); the gradient is 0 where the output is 0 (a <= 0, and also
+    for an inf or nan upstream gradient there), and passes elsewhere, nan
+    inputs included, as PyTorch's ``threshold_backward``.
 
-    On the GPU, for float32 and float64, the output and the mask come from one
-    fused kernel (:func:`_relu_gpu`) instead of two.
+    It saves its output, not a mask: the next layer (a Linear) saves the same
+    array as its input, so ReLU costs no memory of its own, as in PyTorch.
+    The output is 0 exactly where the gradient is blocked (it is positive or
+    nan elsewhere), so ``out != 0`` is the mask.  On the GPU, for float32 and
+    float64, backward is one fused kernel (:func:`_relu_backward_gpu`).
     """
 
     def forward(self, a):
-        xp = get_array_module(a)
-        if xp is not np and a.dtype in _FUSED_DTYPES:
-            out, self.passes = _relu_gpu(a)
-            return out
-        out = xp.maximum(a, 0)                  # nan stays nan; -inf gives 0
-        self.passes = ~(out <= 0)
-        return out
+        self.out = get_array_module(a).maximum(a, 0)     # nan stays nan; -inf gives 0
+        return self.out
 
     def backward(self, g):
+        if get_array_module(g) is not np and g.dtype in _FUSED_DTYPES:
+            return _relu_backward_gpu(self.out, g)
         # BEGIN SOLUTION ch02.1
-        return select(self.passes, g)
+        return select_where_nonzero(self.out, g)
         # END SOLUTION
 
 
 _FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))   # dtypes of the GPU kernels
 
 
-def _relu_gpu(a):
-    """``(maximum(a, 0), ~(maximum(a, 0) <= 0))`` of a CuPy array in one kernel
-    launch: the mask passes where a > 0 and where a is nan (as PyTorch), and
-    nan stays nan, as with ``maximum``."""
+def _relu_backward_gpu(out, g):
+    """``where(out != 0, g, 0)`` of CuPy arrays in one kernel launch, with no
+    mask array: the gradient passes where the ReLU's output is positive or
+    nan, and is exactly 0 elsewhere, also for an inf or nan ``g``."""
     kernel = backend.elementwise_kernel(
-        "relu_forward", "T a", "T y, bool mask",
-        "mask = a > 0 || a != a; y = mask ? a : (T)0;")
-    return kernel(a)
+        "relu_backward", "T out, T g", "T grad", "grad = out != (T)0 ? g : (T)0;")
+    return kernel(out, g)
 
 
 class Maximum(_Binary):

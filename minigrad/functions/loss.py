@@ -150,7 +150,7 @@ class CrossEntropy(Function):
         if (all_valid and t.size and self.reduction != "none"
                 and not 0 <= self.ignore_index < num_classes):    # no position is ignored
             keep, safe_t = None, t
-            count = xp.asarray(t.size) if w is None else w[t].sum()
+            count = t.size if w is None else w[t].sum()
         else:
             keep = t != self.ignore_index
             safe_t = xp.where(keep, t, 0)

@@ -8,7 +8,7 @@ memory.  The functions below compute the same numbers without it:
 
 * on the CPU, in blocks of ``BLOCK`` elements: each block is exactly
   ``p[b] -= lr * g[b]``, so the result is bit for bit the one-line update, and
-  the temporary is one block (128 KiB in float32);
+  the temporary is one block (16 KiB in float32);
 * on the GPU, in one fused CuPy kernel per parameter (one launch, no
   temporary).  The GPU compiler may contract ``p - lr * g`` into one
   fused multiply-add, so the GPU result can differ from the CPU's in the
@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import backend
 
-BLOCK = 1 << 15          # elements per block of the CPU path
+BLOCK = 1 << 12          # elements per block of the CPU path
 FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))   # dtypes of the GPU kernels
 
 
