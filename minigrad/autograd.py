@@ -252,7 +252,7 @@ class Function:
             check_same_device(type(self).__name__, tensors)
 
         record, needs = False, ()
-        if is_grad_enabled():
+        if _state.enabled:                         # is_grad_enabled(), inline
             needs = tuple([t._requires_grad for t in tensors])
             record = True in needs
         self.needs_input_grad = needs if record else ()

@@ -121,9 +121,10 @@ class Tensor:
         self._creator = None
         self._output_index = 0
         self.name = name
-        self._requires_grad = False
-        if requires_grad:
-            self.requires_grad = True
+        # The requires_grad setter's check, inline: every recorded result passes here.
+        self._requires_grad = bool(requires_grad) and data.dtype.kind == "f"
+        if requires_grad and not self._requires_grad:
+            self.requires_grad = True          # raises the setter's TypeError
 
     # ------------------------------------------------------------------ state
     @property

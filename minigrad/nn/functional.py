@@ -211,7 +211,9 @@ def cross_entropy(logits: Tensor, target, ignore_index: int = -100,
         RuntimeError: a weight that requires grad or lives on another device.
     """
     _tensor(logits, "cross_entropy")
-    if not (isinstance(target, Tensor) and target.device == logits.device):
+    # (Without CuPy loaded every tensor is on the CPU: no device to compare.)
+    if not (isinstance(target, Tensor)
+            and (backend._cupy is None or target.device == logits.device)):
         target = Tensor(_index_array(target, logits.device))
     w = _class_weight(weight, logits, "cross_entropy")
     return CrossEntropy(ignore_index, reduction, label_smoothing, w)(logits, target)

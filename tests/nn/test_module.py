@@ -256,3 +256,30 @@ def test_forward_missing_is_an_error():
 def test_load_state_dict_of_a_non_mapping_is_a_type_error():
     with pytest.raises(TypeError, match="load_state_dict: expected a dict .*got list"):
         nn.Linear(2, 1).load_state_dict([1, 2])
+
+
+def test_attribute_reads_follow_every_change_of_a_parameter():
+    # A parameter is read as a plain attribute (no __getattr__); every way of
+    # changing it must keep that read and the registry in step.
+    import copy
+    import pickle
+
+    m = nn.Linear(2, 3)
+    assert "weight" in vars(m) and m.weight is m._parameters["weight"]
+    new = nn.Parameter(np.zeros((3, 2), dtype=np.float32))
+    m.weight = new
+    assert m.weight is new and m._parameters["weight"] is new
+    m.bias = None
+    assert m.bias is None and m._parameters["bias"] is None
+    m.register_parameter("bias", nn.Parameter(np.ones(3, dtype=np.float32)))
+    assert m.bias is m._parameters["bias"] and float(m.bias.data.sum()) == 3.0
+    m.weight = nn.Linear(1, 1)                  # a parameter replaced by a child module
+    assert isinstance(m.weight, nn.Linear) and "weight" not in m._parameters
+    assert [n for n, _ in m.named_parameters()] == ["bias", "weight.weight", "weight.bias"]
+    del m.bias
+    assert "bias" not in m._parameters
+    with pytest.raises(AttributeError):
+        m.bias
+    for clone in (copy.deepcopy(m), pickle.loads(pickle.dumps(m))):
+        inner = clone.weight
+        assert inner.weight is inner._parameters["weight"] is not m.weight.weight
