@@ -22,40 +22,56 @@ def figures():
 
 
 def _stored_arrays(out, shape, exclude):
+    """Distinct arrays of ``shape`` that the Functions behind ``out`` saved."""
     seen, arrays, todo = set(), {}, [out._creator]
     while todo:
         fn = todo.pop()
         if fn is None or id(fn) in seen:
             continue
         seen.add(id(fn))
-        held = [t.data for t in fn.inputs] + [v for v in vars(fn).values()
-                                               if isinstance(v, np.ndarray)]
-        arrays.update((id(a), a) for a in held if a.shape == shape and a is not exclude)
-        todo.extend(t._creator for t in fn.inputs)
+        for value in vars(fn).values():
+            for a in value if isinstance(value, tuple) else (value,):
+                if isinstance(a, np.ndarray) and a.shape == shape and a is not exclude:
+                    arrays[id(a)] = a
+        todo.extend(edge._creator for edge in fn.inputs)
     return len(arrays)
 
 
+def _one_array_block(t):
+    # (t * 0.5).tanh(): Mul saves t (the previous block's output) and the constant,
+    # Tanh saves its output; the product is freed.  One array per block, as Linear -> Tanh.
+    return (t * 0.5).tanh()
+
+
+def _two_array_block(t):
+    # As above, then a second Tanh: each Tanh saves its output, two arrays per block.
+    return (t * 0.5).tanh().tanh()
+
+
 @pytest.mark.parametrize("segments", [1, 2, 3, 4, 8])
-def test_checkpoint_counts_match_the_graph(figures, segments):
-    # 8 blocks of (x * 0.5).tanh(): two arrays per block, as Linear -> Tanh.
+@pytest.mark.parametrize("block, per_layer", [(_one_array_block, 1), (_two_array_block, 2)])
+def test_checkpoint_counts_match_the_graph(figures, segments, block, per_layer):
     calls = [0] * 8
 
-    def block(i):
+    def layer(i):
         def run(t):
             calls[i] += 1
-            return (t * 0.5).tanh()
+            return block(t)
         return run
 
     x = minigrad.tensor(np.linspace(-1, 1, 6).reshape(2, 3), dtype=np.float64,
                         requires_grad=True)
-    out = minigrad.checkpoint_sequential([block(i) for i in range(8)], segments, x)
-    stored, recomputed = figures.checkpoint_counts(8, segments, per_layer=2)
+    out = minigrad.checkpoint_sequential([layer(i) for i in range(8)], segments, x)
+    stored, recomputed = figures.checkpoint_counts(8, segments, per_layer=per_layer)
     assert _stored_arrays(out, (2, 3), x.data) == stored
     out.sum().backward()
     assert sum(calls) - 8 == recomputed
 
 
 def test_the_chapter_07_numbers(figures):
+    assert figures.checkpoint_counts(16, 4) == (7, 12)
+    assert figures.checkpoint_counts(16, 2) == (9, 8)
+    assert figures.checkpoint_counts(16, 8) == (9, 14)
     assert figures.checkpoint_counts(16, 4, per_layer=2) == (11, 12)
     assert figures.checkpoint_counts(16, 8, per_layer=2) == (11, 14)
     assert figures.checkpoint_counts(4, 2) == (3, 2)

@@ -29,8 +29,17 @@ GB = 1e9
 
 
 # ------------------------------------------------------------------ the models
-def make_mlp(widths=(256, 512, 512, 512, 10)):
-    """``Linear -> Tanh -> ... -> Linear`` with the given widths (seeded by the caller)."""
+def make_mlp(widths=(256,) * 17 + (10,)):
+    """``Linear -> Tanh -> ... -> Linear`` with the given widths (seeded by the caller).
+
+    The default has 16 blocks ``Linear(256, 256) -> Tanh`` and a last
+    ``Linear(256, 10)``.  Each block keeps one activation for backward (the
+    Tanh's output, which the next Linear saves as its input), so checkpointing
+    in s segments keeps about (s - 1) + 16 / s of them instead of 16: fewest at
+    s = 4 (:data:`CHECKPOINT_SEGMENTS`, chapter 07).  A shallow MLP gains
+    nothing: 3 blocks in 3 segments keep 3 boundaries, as many arrays as the
+    plain run keeps.
+    """
     layers = []
     for i, (a, b) in enumerate(zip(widths[:-1], widths[1:])):
         layers.append(nn.Linear(a, b))
@@ -65,6 +74,11 @@ MODELS = {
     "mlp": (make_mlp, _mlp_batch, "examples"),
     "char": (lambda: make_bigram_lm(65), _char_batch, f"sequences of {_SEQ_LEN} chars"),
 }
+
+
+# The segments each model is checkpointed in when the planner is checked
+# (the tests and notebook 12): sqrt(L) for the MLP's 16 one-array blocks.
+CHECKPOINT_SEGMENTS = {"mlp": 4, "char": 2}
 
 
 def _loss(model, batch, segments):
@@ -184,5 +198,5 @@ def smallest_full_finetune(memory_bytes="24GB") -> float:
     return plan.resident
 
 
-__all__ = ["MODELS", "make_mlp", "activation_bytes_per_item", "training_peak", "validate",
-           "LLAMA_13B", "ADAPTER_PARAMS", "course_example", "smallest_full_finetune"]
+__all__ = ["MODELS", "CHECKPOINT_SEGMENTS", "make_mlp", "activation_bytes_per_item",
+           "training_peak", "validate", "LLAMA_13B", "ADAPTER_PARAMS", "course_example", "smallest_full_finetune"]
