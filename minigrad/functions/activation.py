@@ -117,6 +117,10 @@ class GELU(Function):
 
     ``approximate="tanh"``: y = ½x(1 + tanh(u)), u = √(2/π)(x + 0.044715x³);
     dy/dx = ½(1 + tanh u) + ½x(1 - tanh²u)·√(2/π)(1 + 3·0.044715x²).
+
+    Only x is saved; backward computes Φ(x) (or tanh u) again, as PyTorch's
+    does, so a block Linear → GELU keeps two arrays (the Linear's input and
+    the GELU's input), not three.
     """
 
     def __init__(self, approximate: str = "none"):
@@ -130,17 +134,25 @@ class GELU(Function):
         x = to_floating(x)          # integers: the default float dtype
         self.x = x
         if self.approximate == "tanh":
-            self.t = xp.tanh(_SQRT_2_PI * (x + _TANH_C * x * x * x))
-            return 0.5 * x * (1.0 + self.t)
-        self.cdf = 0.5 * erfc(-x / _SQRT_2)
-        return x * self.cdf
+            return 0.5 * x * (1.0 + _tanh_u(x))
+        return x * _cdf(x)
 
     def backward(self, g):
         xp = get_array_module(g)
         x = self.x
         if self.approximate == "tanh":
-            t = self.t
+            t = _tanh_u(x)
             du = _SQRT_2_PI * (1.0 + 3.0 * _TANH_C * x * x)
             return g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du)
         pdf = _INV_SQRT_2PI * xp.exp(-0.5 * x * x)
-        return g * (self.cdf + x * pdf)
+        return g * (_cdf(x) + x * pdf)
+
+
+def _cdf(x):
+    """Φ(x), the standard normal CDF: ½·erfc(-x/√2)."""
+    return 0.5 * erfc(-x / _SQRT_2)
+
+
+def _tanh_u(x):
+    """tanh(√(2/π)(x + 0.044715x³)), GELU's tanh approximation."""
+    return get_array_module(x).tanh(_SQRT_2_PI * (x + _TANH_C * x * x * x))
