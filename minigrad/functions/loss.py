@@ -22,7 +22,8 @@ REDUCTIONS = ("mean", "sum", "none")
 def check_ignore_index(name, ignore_index):
     """ignore_index must be an int: PyTorch's third positional argument is the
     class weight, so ``cross_entropy(x, y, w)`` copied from PyTorch lands here."""
-    if isinstance(ignore_index, bool) or not isinstance(ignore_index, numbers.Integral):
+    if type(ignore_index) is not int and (isinstance(ignore_index, bool) or
+                                          not isinstance(ignore_index, numbers.Integral)):
         raise TypeError(f"{name}: ignore_index must be an int, got "
                         f"{type(ignore_index).__name__}; pass class weights by keyword, "
                         "weight=...")
@@ -69,6 +70,9 @@ def _classes_last(logits, target, name):
     return moved.reshape(-1, num_classes), target.reshape(-1)
 
 
+_UNSIGNED = {np.dtype(f"i{n}"): np.dtype(f"u{n}") for n in (1, 2, 4, 8)}
+
+
 def _check_targets(target, num_classes, ignore_index, name):
     """Raise ValueError naming the first target outside [0, C) that is not ignored.
 
@@ -82,7 +86,8 @@ def _check_targets(target, num_classes, ignore_index, name):
     if xp is np:
         # One reduction for both bounds: viewed as unsigned, a negative index is
         # larger than any class count.
-        unsigned = target.view(target.dtype.str.replace("i", "u"))
+        unsigned = target.view(_UNSIGNED.get(target.dtype)
+                               or target.dtype.str.replace("i", "u"))   # e.g. big-endian
         if unsigned.max() < num_classes:
             return True
     elif not bool(((target < 0) | (target >= num_classes)).any()):
