@@ -34,6 +34,8 @@ the graph is kept and a second pass adds exactly the same gradients again
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import sys
 import threading
 import weakref
@@ -83,7 +85,13 @@ class set_grad_enabled:
 
 
 class _GradMode(contextlib.ContextDecorator):
-    """Context manager *and* decorator that sets grad mode and restores it on exit."""
+    """Context manager *and* decorator that sets grad mode and restores it on exit.
+
+    A decorated generator function runs under the mode each time it resumes
+    and gives the caller its own mode back at every ``yield`` (as PyTorch's
+    decorators do); a plain ContextDecorator would leave the mode as soon as
+    the call returns the generator, before the body has run at all.
+    """
 
     def __init__(self, mode: bool):
         self.mode = mode
@@ -103,6 +111,33 @@ class _GradMode(contextlib.ContextDecorator):
     def __exit__(self, *exc):
         _state.enabled = self._local.saved.pop()
         return False
+
+    def __call__(self, func):
+        if not inspect.isgeneratorfunction(func):
+            return super().__call__(func)
+
+        @functools.wraps(func)
+        def generator(*args, **kwargs):
+            gen = func(*args, **kwargs)
+            try:
+                with self:
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response        # the caller's own mode here
+                    except GeneratorExit:
+                        with self:
+                            gen.close()
+                        raise
+                    except BaseException as exc:        # thrown in: resume with it
+                        with self:
+                            response = gen.throw(exc)
+                    else:
+                        with self:
+                            response = gen.send(request)
+            except StopIteration as stop:
+                return stop.value
+        return generator
 
 
 def no_grad():

@@ -245,8 +245,16 @@ class Tensor:
         ``copy=True``; ``copy=False`` with a dtype change raises ValueError, as
         NumPy 2 asks).  A GPU tensor raises TypeError: copy it to the host
         explicitly with ``.numpy()`` (or ``.cpu()``), so no transfer happens
-        by accident.
+        by accident.  A tensor that requires grad raises RuntimeError, as in
+        PyTorch: ``np.exp(t)`` would compute on its array and silently drop
+        it from the graph; use ``minigrad.exp(t)``, or ``t.detach()`` /
+        ``t.numpy()`` when leaving the graph is what you want.
         """
+        if self._requires_grad:
+            raise RuntimeError("can't convert a tensor that requires grad to a NumPy array "
+                               "implicitly: a NumPy function would drop it from the graph. "
+                               "Use minigrad's operation (minigrad.exp(t), t.sum(), ...), or "
+                               "t.detach() / t.numpy() to leave the graph on purpose")
         if self.device != "cpu":
             raise TypeError(f"cannot convert a tensor on {self.device} to a NumPy array "
                             f"implicitly; call .numpy() (copies it to the host) or .cpu()")

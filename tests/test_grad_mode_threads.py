@@ -83,10 +83,6 @@ def test_a_new_thread_starts_with_grad_enabled():
     assert seen == [True]
 
 
-@pytest.mark.xfail(strict=True, reason="_GradMode in autograd.py is a ContextDecorator, which "
-                   "leaves the mode when a decorated generator function returns its generator, "
-                   "before the body runs (PyTorch wraps generators so each resume runs "
-                   "under the mode)")
 def test_no_grad_decorates_a_generator_function(torch):
     x, tx = minigrad.tensor([1.0], requires_grad=True), torch.tensor([1.0], requires_grad=True)
 
@@ -113,3 +109,36 @@ def test_set_grad_enabled_as_a_context_manager(torch):
         observed = minigrad.is_grad_enabled()
         minigrad.set_grad_enabled(True)        # never leak the mode into other tests
     assert observed
+
+
+def test_a_decorated_generator_gives_the_caller_its_mode_back_at_each_yield():
+    x = minigrad.tensor([1.0], requires_grad=True)
+
+    @minigrad.no_grad()
+    def gen(n):
+        got = []
+        for _ in range(n):
+            sent = yield minigrad.is_grad_enabled()
+            got.append(((x * 2).requires_grad, sent))
+        return got
+
+    g = gen(2)
+    assert next(g) is False and minigrad.is_grad_enabled()      # the caller's mode
+    assert g.send("a") is False and minigrad.is_grad_enabled()
+    with pytest.raises(StopIteration) as stop:
+        g.send("b")
+    assert stop.value.value == [(False, "a"), (False, "b")]   # the return value comes out
+
+    @minigrad.enable_grad()
+    def catching():
+        try:
+            yield 1
+        except ValueError:
+            yield minigrad.is_grad_enabled()
+
+    with minigrad.no_grad():
+        c = catching()
+        assert next(c) == 1
+        assert c.throw(ValueError("x")) is True and not minigrad.is_grad_enabled()
+        c.close()
+        assert not minigrad.is_grad_enabled()

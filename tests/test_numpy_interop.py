@@ -92,10 +92,20 @@ def test_gpu_tensor_refuses_implicit_conversion(device):
     np.testing.assert_array_equal(t.numpy(), [1.0, 2.0])
 
 
-@pytest.mark.xfail(strict=True, reason="Tensor.__array__ in tensor.py converts a tensor that "
-                   "requires grad silently, so a NumPy function drops it from the graph")
 def test_numpy_function_of_a_tensor_requiring_grad_raises(torch):
     with pytest.raises(RuntimeError):               # PyTorch: "Can't call numpy() on Tensor
         np.exp(torch.tensor([1.0], requires_grad=True))   # that requires grad"
     with pytest.raises(RuntimeError, match="requires grad"):
         np.exp(minigrad.tensor([1.0], requires_grad=True))
+
+
+@pytest.mark.parametrize("convert", [np.asarray, np.array, np.exp, lambda t: np.add(t, 1.0),
+                                     lambda t: np.matmul(t, np.ones((2, 1))),
+                                     lambda t: np.concatenate([t, t])])
+def test_every_implicit_conversion_of_a_tensor_requiring_grad_raises(convert):
+    t = minigrad.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="requires grad"):
+        convert(t)
+    for ok in (t.detach(), minigrad.tensor([1.0, 2.0])):     # no graph: converts as before
+        np.testing.assert_array_equal(np.asarray(ok), [1.0, 2.0])
+    np.testing.assert_array_equal(t.numpy(), [1.0, 2.0])      # explicit: leaves the graph
