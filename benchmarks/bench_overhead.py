@@ -231,9 +231,9 @@ def run(quick: bool = False) -> dict:
                         for (lo, hi), med in [(c[key + "_spread"], c[key])])
             results[name] = {"widths": widths, "batch": batch, "numpy_s": np_t["cpu"],
                              "minigrad_s": mg_t["cpu"], "numpy_wall_s": np_t["wall"],
-                             "minigrad_wall_s": mg_t["wall"], "ratio": ratio,
-                             "wall_ratio": wall_ratio, "warm_ratio": warm_ratio,
-                             "pytorch_ratio": torch_ratio, "pytorch_warm_ratio": torch_warm,
+                             "minigrad_wall_s": mg_t["wall"], "ratio": warm_ratio,
+                             "cold_ratio": ratio, "cold_wall_ratio": wall_ratio,
+                             "pytorch_cold_ratio": torch_ratio, "pytorch_ratio": torch_warm,
                              "noise": noise, "floor": floor, "ok": warm_ratio <= floor}
             rows.append([name, "-".join(map(str, widths)), batch, np_t["cpu"] * 1e3,
                          mg_t["cpu"] * 1e3, ratio, wall_ratio, warm_ratio,
