@@ -662,4 +662,4 @@ def errstate(**kwargs):
 
 
 __all__ = ["Function", "backward", "no_grad", "enable_grad", "is_grad_enabled",
-           "set_grad_enabled", "unbroadcast"]
+           "set_grad_enabled", "unbroadcast", "Edge", "NO_GRAD"]

@@ -19,7 +19,8 @@ The three cases (PyTorch's rules):
 3. **A result that requires grad** (an interior tensor ``h += x``, or a
    constant tensor combined with one that requires grad): the operation is
    recorded in the graph and the tensor becomes its output, holding a new
-   array; its old value lives on in the graph as the operation's input.
+   array; its old value is the operation's input (its array kept only if
+   the operation's backward needs it).
    Because the target gets a new array, a target that is a view of other
    memory (a slice, reshape or transpose) is refused with RuntimeError:
    the tensor it views would keep the old values (PyTorch tracks views and
