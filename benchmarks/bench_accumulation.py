@@ -27,7 +27,7 @@ the window (model and data built first).  Floors, with 2 % slack:
 * 8 × 512 ≤ one 512 step + every parameter's gradient bytes (the ``.grad``
   buffer accumulation must keep: a plain step reaches its peak mid-backward,
   before most gradients exist, while a window holds ``.grad`` all along);
-* against PyTorch, when installed: every row ≤ PyTorch's peak (a graph keeps
+* against PyTorch, when installed: every row ≤ PyTorch's peak, 2 % slack (a graph keeps
   only the arrays some backward saved, as PyTorch's does; the difference left
   is the 16 KiB block of the SGD update and minigrad's Python objects);
 * against the analytic minimum: one micro-batch-1 step ≤ the gradients' bytes,

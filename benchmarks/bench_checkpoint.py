@@ -11,10 +11,9 @@ counts.  For each we measure
 * the median CPU time of the pass, all variants timed in turn, repeat after
   repeat;
 * the minor page faults per pass: how often the kernel had to map fresh
-  memory.  The plain pass allocates its activations anew each time, and
-  arrays this large come straight from the kernel, zeroed page by page; the
-  checkpointed passes reuse memory already mapped.  That is part of why the
-  measured time overhead is smaller than one whole extra forward pass.
+  memory.  Arrays this large come straight from the kernel, zeroed page by
+  page, whenever the allocator has none free of that size; the count is
+  printed beside the time because it moves the time.
 
 The floors.  Theory (Chen et al. 2016, arXiv:1604.06174): with s segments
 of L/s blocks the pass keeps s boundary outputs plus one segment's

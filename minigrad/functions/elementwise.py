@@ -360,7 +360,7 @@ def _relu_backward_gpu(out, g):
     mask array: the gradient passes where the ReLU's output is positive or
     nan, and is exactly 0 elsewhere, also for an inf or nan ``g``."""
     kernel = backend.elementwise_kernel(
-        "relu_backward", "T out, T g", "T grad", "grad = out != (T)0 ? g : (T)0;")
+        "relu_backward", "T y, T g", "T grad", "grad = y != (T)0 ? g : (T)0;")
     return kernel(out, g)
 
 
