@@ -44,6 +44,10 @@ def _pick(site: Path) -> dict[str, Path]:
     notebooks = sorted((site / "notebooks").glob("*.html"))
     maths = [p for p in chapters if _has_maths(p)] or [p for p in notebooks if _has_maths(p)]
     figures = [p for p in notebooks if _has_figure(p)]
+    if not figures and (ROOT / "student.json").is_file():
+        # The student copy clears the outputs of every notebook with an exercise:
+        # a chapter's figure stands in.
+        figures = [p for p in chapters if _has_figure(p)]
     figures = [p for p in figures if p != maths[0]] or figures  # two pages if there are
     assert maths, "no page of the site has maths"
     assert figures, "no notebook page has a figure"

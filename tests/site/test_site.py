@@ -113,7 +113,9 @@ def test_notebooks_are_shown_with_their_saved_outputs(site):
                     escaped = line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
                     if line and len(line) > 8:
                         assert escaped.split()[0] in page, (notebook.name, line)
-    assert shown > 0, "no notebook has a saved figure"
+    # The student copy clears the outputs of every notebook with an exercise;
+    # the reference must show its saved figures.
+    assert shown > 0 or (ROOT / "student.json").is_file(), "no notebook has a saved figure"
 
 
 def _submodule_names(full: str) -> list[str]:
