@@ -254,6 +254,9 @@ def select(mask, g):
     return xp.where(mask, g, g.dtype.type(0))
 
 
+_FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))   # dtypes of the GPU kernels
+
+
 def select_where_nonzero(a, g):
     """``select(a != 0, g)``: ``g`` where ``a`` is not 0 (nan counts as not 0),
     else exactly 0, without a boolean mask array.
@@ -262,9 +265,14 @@ def select_where_nonzero(a, g):
     result's memory and multiplied by ``g`` there, so the only new array is
     the result: a ReLU's backward then peaks at the same memory as PyTorch's
     one-kernel ``threshold_backward`` (a mask would add a quarter of an
-    activation in float32).  Otherwise it is :func:`select`'s ``where``.
+    activation in float32).  On the GPU, for float32 and float64 of one
+    dtype, it is one fused kernel; otherwise :func:`select`'s ``where``.
     """
     xp = get_array_module(g)
+    if xp is not np and g.dtype in _FUSED_DTYPES and a.dtype == g.dtype:
+        kernel = backend.elementwise_kernel(
+            "select_where_nonzero", "T a, T g", "T grad", "grad = a != (T)0 ? g : (T)0;")
+        return kernel(a, g)
     if xp is np and np.isfinite(g).all():
         grad = np.not_equal(a, 0, out=np.empty_like(g))     # 1.0 where a != 0, else 0.0
         grad *= g
@@ -337,7 +345,7 @@ class ReLU(Function):
     array as its input, so ReLU costs no memory of its own, as in PyTorch.
     The output is 0 exactly where the gradient is blocked (it is positive or
     nan elsewhere), so ``out != 0`` is the mask.  On the GPU, for float32 and
-    float64, backward is one fused kernel (:func:`_relu_backward_gpu`).
+    float64, backward is one fused kernel (:func:`select_where_nonzero`).
     """
 
     def forward(self, a):
@@ -345,23 +353,10 @@ class ReLU(Function):
         return self.out
 
     def backward(self, g):
-        if get_array_module(g) is not np and g.dtype in _FUSED_DTYPES:
-            return _relu_backward_gpu(self.out, g)
         # BEGIN SOLUTION ch02.1
         return select_where_nonzero(self.out, g)
         # END SOLUTION
 
-
-_FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))   # dtypes of the GPU kernels
-
-
-def _relu_backward_gpu(out, g):
-    """``where(out != 0, g, 0)`` of CuPy arrays in one kernel launch, with no
-    mask array: the gradient passes where the ReLU's output is positive or
-    nan, and is exactly 0 elsewhere, also for an inf or nan ``g``."""
-    kernel = backend.elementwise_kernel(
-        "relu_backward", "T y, T g", "T grad", "grad = y != (T)0 ? g : (T)0;")
-    return kernel(out, g)
 
 
 class Maximum(_Binary):
