@@ -13,8 +13,12 @@ finishes F(j) and sends its activation to s + 1 while s + 1 finishes B(i) and
 sends its gradient to s.  With a blocking ``Send`` (which, for large
 messages, waits until the receiver posts its ``Recv``) both ranks sit in
 ``Send`` and neither reaches its ``Recv``: a deadlock.  So every send is an
-``Isend`` whose request (and buffer) is kept until ``Waitall`` at the end of
-the batch; receives block, in the order of each stage's program.  A stage then
+``Isend`` whose request (and buffer) is kept until the request completes:
+after each operation the rank tests its pending sends and drops the finished
+ones, so a buffer lives only until its receiver has it, and per-rank memory
+follows the schedule's stash (bounded under 1F1B) rather than growing with
+m; ``Waitall`` at the end of the batch waits for the rest.  Receives block,
+in the order of each stage's program.  A stage then
 waits only for the data an operation needs, exactly as on the simulated
 clock (:func:`~minigrad.pipeline.simulate`), which therefore also proves
 that a schedule cannot deadlock here.
@@ -96,6 +100,8 @@ class MPIPipeline:
         timeline: after :meth:`step`, ``(rank, op, j, start, end)`` of this
             rank's operations, in seconds from a barrier at the batch's start
             (compute only; waiting for messages is outside the intervals).
+        peak_send_bytes: after :meth:`step`, the most bytes of send buffers
+            this rank held at once (headers and arrays of pending ``Isend``s).
 
     Raises:
         ImportError: mpi4py is not installed.
@@ -121,6 +127,8 @@ class MPIPipeline:
                                    num_items=num_items, checkpoint=checkpoint,
                                    measure_stash=measure_stash)
         self.timeline = []
+        self.peak_send_bytes = 0
+        self._pending = []
 
     # ------------------------------------------------------------ messages
     def _isend(self, array, dest, j, direction, n_items=0.0, loss=0.0):
@@ -133,7 +141,17 @@ class MPIPipeline:
         header[4:4 + data.ndim] = data.shape
         for part, buf in ((0, header), (1, data)):
             request = self.comm.Isend(buf, dest=dest, tag=_tag(j, direction, part))
-            self._pending.append((request, buf))     # the buffer lives until Waitall
+            self._pending.append((request, buf))     # the buffer lives until it is sent
+        self._count_send_bytes()
+
+    def _free_completed_sends(self):
+        """Forget each send whose request has completed, so its buffer can be freed."""
+        self._pending = [(request, buf) for request, buf in self._pending
+                         if not request.Test()]
+
+    def _count_send_bytes(self):
+        held = sum(int(buf.nbytes) for _, buf in self._pending)
+        self.peak_send_bytes = max(self.peak_send_bytes, held)
 
     def _recv(self, source, j, direction):
         header = np.empty(_HEADER, dtype=np.float64)
@@ -170,6 +188,7 @@ class MPIPipeline:
         ys = split_batch(targets, self.micro_batches) if last else None
         self._pending = []
         self.timeline = []
+        self.peak_send_bytes = 0
         self.comm.Barrier()
         t0 = time.perf_counter()
         for kind, j in self.ops:
@@ -189,6 +208,7 @@ class MPIPipeline:
                 if not first:
                     self._isend(grad_in, self.rank - 1, j, _GRADIENT, n, loss)
             self.timeline.append((self.rank, kind, j, start - t0, end - t0))
+            self._free_completed_sends()
         self._mpi.Request.Waitall([request for request, _ in self._pending])
         self._pending = []
         return self.stage.accumulator.window_loss

@@ -134,15 +134,16 @@ def graph_bytes(tensor, exclude=()) -> int:
 
     Walks from ``tensor``'s creator back to the leaves and counts, once each,
     the arrays that Function nodes hold: their leaf inputs' data and the
-    arrays they saved (directly, or in a tuple / list).  ``tensor``'s own data is
-    not counted (it is the stage's output, handed on to the next stage), nor
-    are the arrays in ``exclude`` (the parameters: resident, not stashed).
+    arrays they saved (directly, or in a tuple / list).  ``tensor``'s own data
+    counts when a Function saved it (Tanh and sigmoid keep their output for
+    backward, so the stage's output stays alive with the graph after it has
+    been handed on); the arrays in ``exclude`` do not (the parameters:
+    resident, not stashed).
 
     Returns:
         The total ``nbytes`` (an int); 0 for a tensor without a graph.
     """
     seen = {id(a) for a in exclude}
-    seen.add(id(tensor.data))
     total = 0
 
     def count(obj):

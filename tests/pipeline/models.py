@@ -68,18 +68,19 @@ def relative_error(got, want) -> float:
                for a, b in zip(got, want))
 
 
-def expected_checkpoint_stash_bytes(schedule, s, p, n=23):
+def expected_checkpoint_stash_bytes(schedule, s, p, n=23, extra_per_item=0):
     """The peak bytes of stage s's stash when it holds stage inputs only.
 
     Each stashed micro-batch holds its input (n_j rows of IN or HIDDEN float64
-    values) and, on the last stage, its targets (n_j int64).  Walks stage s's
-    program: + at each F, - at each B.
+    values) and, on the last stage, its targets (n_j int64), plus
+    ``extra_per_item`` bytes per row (a stage's output, when its graph keeps
+    it).  Walks stage s's program: + at each F, - at each B.
     """
     from minigrad.pipeline import split_batch
     m = len(schedule[s]) // 2
     sizes = [len(b) for b in split_batch(np.zeros(n), m)]
     width = IN if s == 0 else HIDDEN
-    per_item = 8 * width + (8 if s == p - 1 else 0)
+    per_item = 8 * width + (8 if s == p - 1 else 0) + extra_per_item
     held = peak = 0
     for kind, j in schedule[s]:
         held += sizes[j] * per_item * (1 if kind == "F" else -1)

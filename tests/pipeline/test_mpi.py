@@ -23,6 +23,7 @@ from .models import expected_checkpoint_stash_bytes
 pytestmark = pytest.mark.mpi
 WORKER = Path(__file__).with_name("mpi_worker.py")
 BLOCKING_WORKER = Path(__file__).with_name("mpi_blocking_worker.py")
+MEMORY_WORKER = Path(__file__).with_name("mpi_memory_worker.py")
 
 
 def _mpiexec():
@@ -95,3 +96,29 @@ def test_blocking_sends_deadlock_1f1b_but_not_gpipe(tmp_path):
                              "stuck_in_send": ["F", 1]}
     assert records[1][1] == {"rank": 1, "schedule": "1f1b", "finished": False,
                              "stuck_in_send": ["B", 0]}
+
+
+def test_send_buffers_are_freed_as_their_requests_complete(tmp_path):
+    """Each send buffer is dropped when its request completes, not at the end of
+    the batch: under 1F1B a rank's peak of send buffers stays at a couple of
+    messages for m = 2 to 16 while the bytes it sends grow with m (section 11.5)."""
+    mpiexec = _mpiexec()
+    out = tmp_path / "memory.json"
+    done = subprocess.run([mpiexec, "-n", "2", sys.executable, str(MEMORY_WORKER), str(out)],
+                          env=mpiexec_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"mpiexec failed:\n{done.stdout}\n{done.stderr}"
+    records = json.loads(out.read_text())
+    for r in records:
+        assert r["sent_bytes"] == r["m"] * r["message_bytes"], r
+    for rank in (0, 1):
+        one_f_one_b = {r["m"]: r for r in records
+                       if r["schedule"] == "1f1b" and r["rank"] == rank}
+        # At p = 2 a rank has at most two messages in flight: rank 0 sends
+        # activation j + 1 only after the gradient of j - 1 came back (so rank 1
+        # took activation j - 1), and rank 1 sends gradient j + 1 only after it
+        # received activation j + 1 (sent after rank 0 took gradient j - 1).
+        bound = 2 * (one_f_one_b[2]["message_bytes"] + 1024)
+        for m, r in one_f_one_b.items():
+            assert r["peak_send_bytes"] <= bound, r
+        assert one_f_one_b[16]["sent_bytes"] == 8 * one_f_one_b[2]["sent_bytes"]
+        assert one_f_one_b[16]["peak_stash_bytes"] == one_f_one_b[2]["peak_stash_bytes"]
