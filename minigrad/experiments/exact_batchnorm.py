@@ -21,8 +21,9 @@ The layer feeding a BatchNorm has no bias (``bias=False``, the usual choice):
 BatchNorm subtracts the channel mean, so such a bias has a gradient of exactly
 zero in exact arithmetic, and what both runs compute for it is rounding noise
 (~1e-17).  SGD moves that bias by lr times the noise, harmlessly; Adam and
-AdamW divide the noise by its own square root and move the bias by about lr
-in a random direction, so two correct runs would differ there at 1e-10.
+AdamW divide it by sqrt(v_hat) + eps, where eps = 1e-8 dominates, so each
+step moves the bias by about lr * 1e-9 in a random direction, and two
+correct runs would differ there at about 1e-10.
 """
 from __future__ import annotations
 
