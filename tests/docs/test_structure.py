@@ -1,0 +1,98 @@
+"""Every chapter has one skeleton, and states the syllabus's prerequisites.
+
+The skeleton: ``## Objectives``, ``## Prerequisites``, the main path (sections
+numbered ``## 1.``, ``## 2.``, ... in order), ``## Pitfalls``, ``## Exercises``,
+``## Questions``, ``## Going further``, ``## History``, and optionally
+``## References`` last.  The prerequisites are the chapter numbers named in
+the chapter's ``## Prerequisites`` section and in the ``**Prerequisites:**``
+line of its entry in chapters/README.md; the two sets must be equal.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from .markdown import ROOT
+
+CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.md"))
+BEFORE = ["Objectives", "Prerequisites"]
+AFTER = ["Pitfalls", "Exercises", "Questions", "Going further", "History"]
+
+
+def _h2_headings(text: str) -> list:
+    """The ``## `` headings outside fenced code blocks, in order."""
+    headings, fenced = [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("## "):
+            headings.append(line[3:].strip())
+    return headings
+
+
+def _section(text: str, title: str) -> str:
+    match = re.search(rf"(?ms)^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text)
+    return match.group(1) if match else ""
+
+
+def chapter_numbers(text: str) -> set:
+    """The two-digit chapter numbers a prerequisite statement names.
+
+    Link targets and parenthetical remarks are dropped first; ``01–03`` is a
+    range.
+    """
+    text = re.sub(r"\]\([^)]*\)", "]", text)
+    while re.search(r"\([^()]*\)", text):
+        text = re.sub(r"\([^()]*\)", "", text)
+    found = set()
+    for a, b in re.findall(r"\b(\d\d)\s*[–-]\s*(\d\d)\b", text):
+        found.update(range(int(a), int(b) + 1))
+    text = re.sub(r"\b\d\d\s*[–-]\s*\d\d\b", "", text)
+    found.update(int(n) for n in re.findall(r"\b(\d\d)\b", text))
+    return found
+
+
+def syllabus_prerequisites() -> dict:
+    """``{chapter number: set of prerequisite chapters}`` from chapters/README.md."""
+    text = (ROOT / "chapters" / "README.md").read_text(encoding="utf-8")
+    result = {}
+    for block in re.split(r"(?m)^### ", text)[1:]:
+        number = re.match(r"(\d\d) ", block)
+        line = re.search(r"(?m)^\* \*\*Prerequisites:\*\*(.*)$", block)
+        if number and line:
+            result[int(number.group(1))] = chapter_numbers(line.group(1))
+    return result
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_chapter_has_the_common_headings_in_order(path):
+    headings = _h2_headings(path.read_text(encoding="utf-8"))
+    if headings and headings[-1] == "References":
+        headings = headings[:-1]
+    assert headings[:2] == BEFORE, f"{path.name}: starts with {headings[:2]}, expected {BEFORE}"
+    assert headings[-len(AFTER):] == AFTER, (
+        f"{path.name}: ends with {headings[-len(AFTER):]}, expected {AFTER}")
+    main = headings[2:-len(AFTER)]
+    assert main, f"{path.name}: no main-path section between Prerequisites and Pitfalls"
+    for i, title in enumerate(main, 1):
+        assert re.match(rf"{i}\. \S", title), (
+            f"{path.name}: main-path section {i} is headed {title!r}, expected '{i}. <title>'")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_chapter_prerequisites_equal_the_syllabus(path):
+    number = int(path.name[:2])
+    syllabus = syllabus_prerequisites()
+    assert number in syllabus, f"chapters/README.md has no prerequisites for chapter {number:02d}"
+    stated = chapter_numbers(_section(path.read_text(encoding="utf-8"), "Prerequisites"))
+    assert stated == syllabus[number], (
+        f"{path.name} names prerequisites {sorted(stated)}, the syllabus "
+        f"{sorted(syllabus[number])}")
+
+
+def test_prerequisite_parser():
+    assert chapter_numbers("chapters 01–03.") == {1, 2, 3}
+    assert chapter_numbers("Chapters 04 (accumulation, 12 items), 05 and 07.") == {4, 5, 7}
+    assert chapter_numbers("[chapter 4](04_gradient_accumulation.md) and 07") == {7}
+    assert chapter_numbers("NumPy arrays and broadcasting; the chain rule.") == set()
