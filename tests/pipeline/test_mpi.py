@@ -101,7 +101,7 @@ def test_blocking_sends_deadlock_1f1b_but_not_gpipe(tmp_path):
 def test_send_buffers_are_freed_as_their_requests_complete(tmp_path):
     """Each send buffer is dropped when its request completes, not at the end of
     the batch: under 1F1B a rank's peak of send buffers stays at a couple of
-    messages for m = 2 to 16 while the bytes it sends grow with m (section 11.5)."""
+    messages for m = 2 to 16 while the bytes it sends grow with m (chapter 11, Going further)."""
     mpiexec = _mpiexec()
     out = tmp_path / "memory.json"
     done = subprocess.run([mpiexec, "-n", "2", sys.executable, str(MEMORY_WORKER), str(out)],
