@@ -96,3 +96,24 @@ def test_prerequisite_parser():
     assert chapter_numbers("Chapters 04 (accumulation, 12 items), 05 and 07.") == {4, 5, 7}
     assert chapter_numbers("[chapter 4](04_gradient_accumulation.md) and 07") == {7}
     assert chapter_numbers("NumPy arrays and broadcasting; the chain rule.") == set()
+
+
+MAIN_PATH_WORDS = 3000
+
+
+def main_path_words(text: str) -> int:
+    """Words of prose in the main path (code blocks left out)."""
+    start = re.search(r"(?m)^## 1\. ", text).start()
+    stop = re.search(r"(?m)^## Pitfalls$", text).start()
+    return len(re.sub(r"(?ms)^```.*?^```", "", text[start:stop]).split())
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_main_path_is_short_and_the_closing_sections_are_not_empty(path):
+    text = path.read_text(encoding="utf-8")
+    words = main_path_words(text)
+    assert words <= MAIN_PATH_WORDS, (
+        f"{path.name}: the main path has {words} words of prose, more than "
+        f"{MAIN_PATH_WORDS}; move an aside into 'Going further'")
+    for title in ("Going further", "History"):
+        assert len(_section(text, title).split()) >= 20, f"{path.name}: '{title}' is empty"
