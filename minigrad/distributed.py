@@ -44,6 +44,7 @@ one raises)::
 from __future__ import annotations
 
 import hashlib
+import numbers
 import os
 import pickle
 import shutil
@@ -341,12 +342,33 @@ def broadcast_parameters(model, root: int = 0, comm=None) -> None:
     Call it once after building the model, so that every rank starts from the
     same weights (and BatchNorm running statistics).  CuPy arrays are staged
     through the host.  One ``Bcast`` per tensor.
+
+    Raises:
+        TypeError: ``model`` is not a minigrad ``nn.Module``.
+        ValueError: ``root`` is not a rank of ``comm``.
     """
     comm = comm or init()
+    _check_module("broadcast_parameters", model)
+    comm_root = _check_rank("broadcast_parameters", root, comm)
     for t in _state_tensors(model):
         host = np.ascontiguousarray(backend.asnumpy(t.data))
-        comm.Bcast(host, root=root)
+        comm.Bcast(host, root=comm_root)
         t.data[...] = backend.to_device(host, t.device)
+
+
+def _check_module(where, model) -> None:
+    from .nn import Module  # noqa: PLC0415
+    if not isinstance(model, Module):
+        raise TypeError(f"{where}: model must be a minigrad nn.Module, got "
+                        f"{type(model).__name__}")
+
+
+def _check_rank(where, root, comm) -> int:
+    size = comm.Get_size()
+    if isinstance(root, bool) or not isinstance(root, numbers.Integral) or \
+            not 0 <= root < size:
+        raise ValueError(f"{where}: root must be a rank in [0, {size}), got {root!r}")
+    return int(root)
 
 
 def parameters_digest(model) -> bytes:

@@ -397,3 +397,14 @@ def test_sync_batchnorm_leaves_running_stats_alone_when_recomputed(float64):
     x = minigrad.tensor(np.random.default_rng(6).standard_normal((4, 3)), requires_grad=True)
     minigrad.checkpoint(layer, x).sum().backward()     # forward, then recomputed in backward
     assert int(layer.num_batches_tracked.item()) == 1
+
+
+@pytest.mark.parametrize("args, error, message", [
+    ((3,), TypeError, "model must be a minigrad nn.Module, got int"),
+    ((nn.Linear(2, 1), 5), ValueError, "root must be a rank in \\[0, 1\\), got 5"),
+    ((nn.Linear(2, 1), -1), ValueError, "root must be a rank"),
+    ((nn.Linear(2, 1), True), ValueError, "root must be a rank"),
+])
+def test_broadcast_parameters_names_bad_arguments(args, error, message):
+    with pytest.raises(error, match=message):
+        dist.broadcast_parameters(*args, comm=dist.LocalCommunicator())
