@@ -78,3 +78,42 @@ def test_gpu_memory_stats_shape():
     assert set(stats) >= {"used", "total"}
     if not minigrad.cuda.is_available():
         assert stats == {"used": 0, "total": 0}
+
+
+# CuPy wraps an out-of-bounds integer index around; the GPU paths check first
+# with backend.check_index_bounds, whose verdict must be NumPy's on every index.
+_INDEX_PARTS = [0, 2, -3, 3, -4, slice(None), slice(1, None), None, Ellipsis,
+                np.array([0, 2]), np.array([[1], [-3]]), np.array([3]), np.array([-4, 0]),
+                np.array([True, False, True])]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_check_index_bounds_agrees_with_numpy(seed):
+    rng = np.random.default_rng(seed)
+    a = np.zeros((3, 3, 3))
+    for _ in range(40):
+        picks = rng.integers(0, len(_INDEX_PARTS), int(rng.integers(1, 4)))
+        index = tuple(_INDEX_PARTS[i] for i in picks)
+        if sum(p is Ellipsis for p in index) > 1:
+            continue
+        try:
+            a[index]
+            numpy_error = None
+        except IndexError as error:
+            numpy_error = error
+        except ValueError:           # shape mismatch of broadcast arrays: not a bound
+            continue
+        if numpy_error is None:
+            backend.check_index_bounds(index, a.shape)
+        elif "out of bounds" in str(numpy_error) or "too many indices" in str(numpy_error):
+            with pytest.raises(IndexError) as ours:
+                backend.check_index_bounds(index, a.shape)
+            if "out of bounds" in str(numpy_error):
+                assert "out of bounds" in str(ours.value)
+
+
+def test_check_index_bounds_names_the_index_axis_and_size():
+    with pytest.raises(IndexError, match="index 7 is out of bounds for axis 1 with size 3"):
+        backend.check_index_bounds((slice(None), np.array([0, 7])), (2, 3))
+    with pytest.raises(IndexError, match="index -5 is out of bounds for axis 0 with size 4"):
+        backend.check_index_bounds(np.array([-5]), (4,))
