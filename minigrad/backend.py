@@ -128,6 +128,16 @@ def is_array(x) -> bool:
     return isinstance(x, np.ndarray) or is_cupy_array(x)
 
 
+def as_array(x, dtype=None):
+    """``x`` as an array where it already lives: a CuPy array stays on its GPU
+    (``numpy.asarray`` refuses CuPy arrays: implicit conversion is not
+    allowed), anything else becomes a NumPy array.  ``dtype`` casts (no copy
+    when it already matches)."""
+    if is_cupy_array(x):
+        return x if dtype is None else x.astype(dtype, copy=False)
+    return np.asarray(x, dtype=dtype)
+
+
 def scatter_add(target, indices, values) -> None:
     """``target[indices] += values`` where repeated indices add up, in place.
 

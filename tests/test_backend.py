@@ -117,3 +117,29 @@ def test_check_index_bounds_names_the_index_axis_and_size():
         backend.check_index_bounds((slice(None), np.array([0, 7])), (2, 3))
     with pytest.raises(IndexError, match="index -5 is out of bounds for axis 0 with size 4"):
         backend.check_index_bounds(np.array([-5]), (4,))
+
+
+class _DeviceArray:
+    """Stands in for a CuPy array where no GPU is: like CuPy's, its implicit
+    conversion to NumPy raises."""
+
+    def __init__(self, array):
+        self.array = array
+        self.dtype, self.shape = array.dtype, array.shape
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError("Implicit conversion to a NumPy array is not allowed")
+
+    def astype(self, dtype, copy=True):
+        return _DeviceArray(self.array.astype(dtype, copy=copy))
+
+
+def test_as_array_keeps_a_device_array_on_its_device(monkeypatch):
+    monkeypatch.setattr(backend, "is_cupy_array", lambda x: isinstance(x, _DeviceArray))
+    gpu = _DeviceArray(np.arange(3))
+    assert backend.as_array(gpu) is gpu
+    cast = backend.as_array(gpu, np.float32)
+    assert isinstance(cast, _DeviceArray) and cast.dtype == np.float32
+    with pytest.raises(TypeError, match="Implicit conversion"):
+        np.asarray(gpu)                                  # what the old paths did
+    assert backend.as_array([1, 2], np.float64).dtype == np.float64

@@ -291,7 +291,7 @@ class PipelineStage:
                                  "micro-batch's target")
             self._targets[j] = target
             if not isinstance(target, Tensor):
-                target = Tensor(backend.to_device(np.asarray(target), self.device))
+                target = Tensor(backend.to_device(backend.as_array(target), self.device))
             # With checkpointing the loss is inside the recomputed piece: the
             # stash then holds the stage's inputs (x and the target) only.
             y = _checkpoint(self._forward_loss, x, target) if self.checkpoint else \
