@@ -19,6 +19,8 @@ Where a result must not be flushed, compute it in float64 (or in log space:
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 _cupy = None          # the cupy module once imported successfully
@@ -121,6 +123,21 @@ def to_device(x, device: str):
     return xp.asarray(x)
 
 
+def is_array(x) -> bool:
+    """True for a NumPy or a CuPy array."""
+    return isinstance(x, np.ndarray) or is_cupy_array(x)
+
+
+def as_array(x, dtype=None):
+    """``x`` as an array where it already lives: a CuPy array stays on its GPU
+    (``numpy.asarray`` refuses CuPy arrays: implicit conversion is not
+    allowed), anything else becomes a NumPy array.  ``dtype`` casts (no copy
+    when it already matches)."""
+    if is_cupy_array(x):
+        return x if dtype is None else x.astype(dtype, copy=False)
+    return np.asarray(x, dtype=dtype)
+
+
 def scatter_add(target, indices, values) -> None:
     """``target[indices] += values`` where repeated indices add up, in place.
 
@@ -139,10 +156,54 @@ def scatter_add(target, indices, values) -> None:
     ``verify`` compare GPU results with tolerances for this reason.
     """
     if is_cupy_array(target):
-        import cupyx  # noqa: PLC0415
-        cupyx.scatter_add(target, indices, values)
+        check_index_bounds(indices, target.shape)     # CuPy wraps; NumPy raises
+        _cupy.add.at(target, indices, values)        # cupyx.scatter_add: deprecated
     else:
         np.add.at(target, indices, values)
+
+
+def check_index_bounds(index, shape) -> None:
+    """Raise IndexError, as NumPy does, when an integer in ``index`` is out of
+    bounds for ``shape``.
+
+    CuPy does not check: an out-of-bounds integer index wraps around (modulo
+    the axis size) and reads or adds into another element, silently.  The GPU
+    paths of indexing call this first (one reduction and one host sync per
+    integer array); NumPy checks by itself.
+
+    Args:
+        index: what ``a[index]`` takes: an int, slice, None, Ellipsis, an
+            integer or boolean array (NumPy or CuPy), or a tuple of these.
+        shape: the shape of the array being indexed.
+
+    Raises:
+        IndexError: "index 7 is out of bounds for axis 0 with size 3"
+            (NumPy's words), or too many indices.
+    """
+    parts = index if isinstance(index, tuple) else (index,)
+    consumed = [1 if p is not None and p is not Ellipsis and not _is_bool_array(p)
+                else (p.ndim if _is_bool_array(p) else 0) for p in parts]
+    if Ellipsis in [p for p in parts if not is_array(p)]:
+        at = next(i for i, p in enumerate(parts) if not is_array(p) and p is Ellipsis)
+        consumed[at] = len(shape) - sum(consumed)
+    if sum(consumed) > len(shape):
+        raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, "
+                         f"but {sum(consumed)} were indexed")
+    axis = 0
+    for part, n in zip(parts, consumed):
+        if not _is_bool_array(part) and (is_array(part) or isinstance(part, numbers.Integral)):
+            size = shape[axis]
+            xp = get_array_module(part) if is_array(part) else np
+            bad = xp.asarray(part)
+            bad = bad[(bad < -size) | (bad >= size)]
+            if bad.size:
+                raise IndexError(f"index {int(bad.reshape(-1)[0])} is out of bounds for axis "
+                                 f"{axis} with size {size}")
+        axis += n
+
+
+def _is_bool_array(part) -> bool:
+    return is_array(part) and part.dtype == np.bool_
 
 
 _kernels = {}   # name -> compiled cupy.ElementwiseKernel, made on first use

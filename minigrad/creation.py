@@ -79,7 +79,10 @@ def randn(*shape, dtype=None, device="cpu", requires_grad=False, generator=None)
         shape = tuple(shape[0])
     dtype = np.dtype(dtype or get_default_dtype())
     rng = _random.get_generator(device, generator)
-    arr = rng.standard_normal(shape).astype(dtype, copy=False)
+    if isinstance(rng, _random.CounterStream):      # the GPU stream draws in dtype
+        arr = rng.standard_normal(shape, dtype=dtype).astype(dtype, copy=False)
+    else:
+        arr = rng.standard_normal(shape).astype(dtype, copy=False)
     return Tensor(backend.to_device(arr, device), requires_grad=requires_grad)
 
 
@@ -89,7 +92,10 @@ def rand(*shape, dtype=None, device="cpu", requires_grad=False, generator=None) 
         shape = tuple(shape[0])
     dtype = np.dtype(dtype or get_default_dtype())
     rng = _random.get_generator(device, generator)
-    arr = rng.random(shape).astype(dtype, copy=False)
+    if isinstance(rng, _random.CounterStream):
+        arr = rng.random(shape, dtype=dtype).astype(dtype, copy=False)
+    else:
+        arr = rng.random(shape).astype(dtype, copy=False)
     return Tensor(backend.to_device(arr, device), requires_grad=requires_grad)
 
 

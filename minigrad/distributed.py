@@ -44,6 +44,7 @@ one raises)::
 from __future__ import annotations
 
 import hashlib
+import numbers
 import os
 import pickle
 import shutil
@@ -239,23 +240,55 @@ def init():
             else:
                 _COMM = MPI.COMM_WORLD
                 if _COMM.Get_size() > 1:
-                    _abort_on_uncaught_exception(_COMM)
+                    _abort_on_uncaught_exception()
         else:
             _COMM = LocalCommunicator()
     return _COMM
 
 
-def _abort_on_uncaught_exception(comm) -> None:
+def _launched_world_size() -> int:
+    """W as the launcher's environment gives it (1 when not launched)."""
+    for name in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE"):
+        try:
+            return int(os.environ[name])
+        except (KeyError, ValueError):
+            continue
+    return 1
+
+
+def _abort_on_uncaught_exception() -> None:
     """An uncaught exception on one rank aborts every rank (exit status 1)
-    instead of leaving the others waiting forever in a collective; what
-    ``python -m mpi4py`` does, for scripts started without it."""
+    instead of leaving the others waiting forever in a collective.
+
+    Installed by ``import minigrad`` in every process an MPI launcher starts
+    with W > 1 (so a rank that fails before :func:`init` ends the job too),
+    and by :func:`init`.  The hook imports mpi4py only when an exception
+    reaches it (MPI_Abort needs MPI initialized), so ``import minigrad`` still
+    loads no MPI.  ``python -m mpi4py`` aborts only if mpi4py was imported
+    before the exception, so it needs this too.  Not covered: a rank that
+    dies before importing minigrad, or calls ``sys.exit(1)`` (no exception
+    reaches the hook): the launcher then waits for the others.
+    """
+    global _ABORT_HOOK_INSTALLED
+    if _ABORT_HOOK_INSTALLED:
+        return
+    _ABORT_HOOK_INSTALLED = True
     previous = sys.excepthook
 
     def hook(kind, value, traceback):
         previous(kind, value, traceback)
         sys.stderr.flush()
-        comm.Abort(1)
+        try:
+            from mpi4py import MPI  # noqa: PLC0415 (only now: an exception to abort on)
+        except ImportError:
+            return
+        MPI.COMM_WORLD.Abort(1)
     sys.excepthook = hook
+
+
+_ABORT_HOOK_INSTALLED = False
+if _launched_world_size() > 1:
+    _abort_on_uncaught_exception()
 
 
 def rank(comm=None) -> int:
@@ -309,12 +342,33 @@ def broadcast_parameters(model, root: int = 0, comm=None) -> None:
     Call it once after building the model, so that every rank starts from the
     same weights (and BatchNorm running statistics).  CuPy arrays are staged
     through the host.  One ``Bcast`` per tensor.
+
+    Raises:
+        TypeError: ``model`` is not a minigrad ``nn.Module``.
+        ValueError: ``root`` is not a rank of ``comm``.
     """
     comm = comm or init()
+    _check_module("broadcast_parameters", model)
+    comm_root = _check_rank("broadcast_parameters", root, comm)
     for t in _state_tensors(model):
         host = np.ascontiguousarray(backend.asnumpy(t.data))
-        comm.Bcast(host, root=root)
+        comm.Bcast(host, root=comm_root)
         t.data[...] = backend.to_device(host, t.device)
+
+
+def _check_module(where, model) -> None:
+    from .nn import Module  # noqa: PLC0415
+    if not isinstance(model, Module):
+        raise TypeError(f"{where}: model must be a minigrad nn.Module, got "
+                        f"{type(model).__name__}")
+
+
+def _check_rank(where, root, comm) -> int:
+    size = comm.Get_size()
+    if isinstance(root, bool) or not isinstance(root, numbers.Integral) or \
+            not 0 <= root < size:
+        raise ValueError(f"{where}: root must be a rank in [0, {size}), got {root!r}")
+    return int(root)
 
 
 def parameters_digest(model) -> bytes:

@@ -103,9 +103,18 @@ def _gb(n: float) -> str:
 
 
 def parse_bytes(text) -> float:
-    """'24GB' -> 24e9, '512MiB' -> 536870912, '1e6' -> 1e6 (a number passes through)."""
-    if isinstance(text, (int, float)):
-        return float(text)
+    """'24GB' -> 24e9, '512MiB' -> 536870912, '1e6' -> 1e6 (a number is bytes).
+
+    Raises:
+        ValueError: not a size, or not finite and > 0 (``-5``, ``inf``, ``0B``).
+    """
+    if isinstance(text, bool):
+        raise ValueError(f"expected a size such as 24GB, 512MiB or 1e9, got {text!r}")
+    if isinstance(text, (int, float, np.integer, np.floating)):
+        value = float(text)
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"a size must be a finite number of bytes > 0, got {text!r}")
+        return value
     units = {"kib": 2 ** 10, "mib": 2 ** 20, "gib": 2 ** 30, "tib": 2 ** 40, "kb": 1e3,
              "mb": 1e6, "gb": 1e9, "tb": 1e12, "b": 1}
     s = str(text).strip().lower()
@@ -200,16 +209,22 @@ def plan(params, *, trainable=None, param_dtype="float32", grad_dtype=None,
         raise ValueError("plan: give activation_bytes_per_item or a transformer's seq_len, "
                          "width, depth and heads, not both")
     if activation_bytes_per_item is not None:
-        if not activation_bytes_per_item >= 0:
-            raise ValueError(f"plan: activation_bytes_per_item must be >= 0, got "
-                             f"{activation_bytes_per_item!r}")
+        if isinstance(activation_bytes_per_item, bool) or not isinstance(
+                activation_bytes_per_item, (int, float, np.integer, np.floating)) or \
+                not (math.isfinite(activation_bytes_per_item) and activation_bytes_per_item >= 0):
+            raise ValueError(f"plan: activation_bytes_per_item must be a finite number >= 0, "
+                             f"got {activation_bytes_per_item!r}")
         activations = float(activation_bytes_per_item) * micro_batch
     elif all(v is not None for v in transformer):
         act_b = value_b if activation_dtype is None else _bytes_per(activation_dtype,
                                                                     "activation_dtype")
-        activations = transformer_activation_bytes(
-            *(_count(v, n) for v, n in zip(transformer, ("seq_len", "width", "depth", "heads"))),
-            micro_batch=micro_batch, activation_bytes=act_b, checkpointing=checkpointing)
+        shape = [_count(v, n) for v, n in zip(transformer, ("seq_len", "width", "depth", "heads"))]
+        try:
+            activations = float(transformer_activation_bytes(
+                *shape, micro_batch=micro_batch, activation_bytes=act_b,
+                checkpointing=checkpointing))
+        except OverflowError:
+            activations = math.inf
     else:
         raise ValueError("plan: give activation_bytes_per_item, or all of seq_len, width, "
                          "depth and heads of a transformer")
@@ -221,6 +236,8 @@ def plan(params, *, trainable=None, param_dtype="float32", grad_dtype=None,
     gradients = trainable * grad_b
     optimizer_state = trainable * OPTIMIZER_STATES[optimizer] * state_b
     # END SOLUTION
+    _check_finite(parameters=parameters, gradients=gradients,
+                  optimizer_state=optimizer_state, activations=activations)
     settings = dict(params=params, trainable=trainable, param_dtype=param_dtype,
                     grad_dtype=grad_dtype or param_dtype, master_weights=master_weights,
                     optimizer=optimizer, state_dtype=state_dtype, frozen_dtype=frozen_dtype,
@@ -228,6 +245,18 @@ def plan(params, *, trainable=None, param_dtype="float32", grad_dtype=None,
                     batch=micro_batch * accumulation_steps, checkpointing=checkpointing)
     return MemoryPlan(parameters, gradients, optimizer_state, activations,
                       None if memory is None else parse_bytes(memory), settings)
+
+
+def _check_finite(**parts) -> None:
+    """A plan whose bytes overflow a float (``seq_len=1e300``) says so, instead of "inf GB"."""
+    for name, value in parts.items():
+        try:
+            finite = math.isfinite(value)
+        except OverflowError:           # an int beyond float's range
+            finite = False
+        if not finite:
+            raise ValueError(f"plan: the {name.replace('_', ' ')} estimate overflows (more "
+                             "than 1e308 bytes); check the counts and sizes given")
 
 
 def bytes_per_parameter(mp: MemoryPlan) -> float:

@@ -1,9 +1,11 @@
 """Seeded random streams.
 
 minigrad owns one NumPy ``Generator`` (initialization, ``randn``, dropout's
-default masks) and a GPU stream for ``randn``/``rand`` on the GPU: a fresh
-CuPy generator per draw, seeded from (seed, draw count), so that its state is
-one integer that :func:`get_rng_state` can save (:func:`gpu_generator`).
+default masks) and a GPU stream for ``randn``/``rand`` on the GPU: value i
+is a pure function of (seed, i), computed on the device by the counter-based
+hash below (:class:`CounterStream`), so its whole state is one integer that
+:func:`get_rng_state` can save, and a draw launches a few elementwise kernels
+in the requested precision.
 :func:`manual_seed` resets every stream, so a notebook can always start over.
 
 Dropout draws its masks from a third source: a *counter-based* hash
@@ -24,7 +26,7 @@ from . import backend
 
 _seed = 0
 _cpu = np.random.default_rng(_seed)
-_gpu_draws = 0       # GPU draws since manual_seed (the GPU stream's whole state)
+_gpu_offset = 0      # GPU values drawn since manual_seed (the GPU stream's whole state)
 _offset = 0          # counter of the hash stream: values drawn since manual_seed
 _layer_ids = 0       # per-example dropout layers made since manual_seed
 _STREAM_GPU = 0x5EED_C0DA        # key that separates the GPU stream's seeds
@@ -35,12 +37,12 @@ def manual_seed(seed: int) -> None:
 
     Raises TypeError unless ``seed`` is a non-negative int.
     """
-    global _seed, _cpu, _gpu_draws, _offset, _layer_ids
+    global _seed, _cpu, _gpu_offset, _offset, _layer_ids
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
         raise TypeError(f"manual_seed: seed must be a non-negative int, got {seed!r}")
     _seed = int(seed)
     _cpu = np.random.default_rng(_seed)
-    _gpu_draws = 0
+    _gpu_offset = 0
     _offset = 0
     _layer_ids = 0
 
@@ -55,21 +57,59 @@ def default_generator() -> np.random.Generator:
     return _cpu
 
 
-def gpu_generator():
-    """A CuPy generator for one GPU draw (one ``randn``/``rand`` call).
+class CounterStream:
+    """Normal and uniform draws from the counter-based hash, on any array module.
 
-    The GPU stream is counter based: draw number d since :func:`manual_seed`
-    uses a fresh ``cupy.random.default_rng`` seeded with
-    splitmix64(seed, stream, d).  Its whole state is the integer d, so
-    :func:`get_rng_state` / :func:`set_rng_state` save and restore it exactly
-    (CuPy's generators expose no state to save), and gradient checkpointing
-    replays GPU draws as it replays CPU ones.
+    Value i of the stream is ``hash_uniform(seed, stream, i, j)`` (j = 0, 1):
+    ``random`` returns the first uniform, ``standard_normal`` combines both by
+    Box-Muller, z = sqrt(-2 ln(1 - u0)) cos(2 pi u1) (Box & Muller 1958).
+    Nothing is stored but the counter, so no generator object (CuPy's
+    ``default_rng`` holds a cuRAND state per thread: megabytes on a large GPU)
+    is built per draw, and saving the stream is saving one integer.  float32
+    and float16 draws are computed in float32 from 24 random bits, float64
+    draws in float64 from 53.
+
+    The methods mirror ``numpy.random.Generator``'s ``random(size, dtype)`` and
+    ``standard_normal(size, dtype)``.
     """
-    global _gpu_draws
-    cp = backend.array_module("cuda")
-    key = int(hash_keys(np, _seed, _STREAM_GPU, _gpu_draws)) >> 1    # < 2**63
-    _gpu_draws += 1
-    return cp.random.default_rng(key)
+
+    def __init__(self, xp):
+        self.xp = xp
+
+    def random(self, size, dtype=np.float64):
+        return _counter_uniform(self.xp, _take_gpu_counters(size, self.xp), 0, dtype)
+
+    def standard_normal(self, size, dtype=np.float64):
+        xp, counters = self.xp, _take_gpu_counters(size, self.xp)
+        u0 = _counter_uniform(xp, counters, 0, dtype)
+        u1 = _counter_uniform(xp, counters, 1, dtype)
+        work = u0.dtype.type
+        return xp.sqrt(work(-2) * xp.log1p(-u0)) * xp.cos(work(2 * np.pi) * u1)
+
+
+def _take_gpu_counters(size, xp):
+    """The next ``prod(size)`` counters of the GPU stream, as a uint64 array of shape ``size``."""
+    global _gpu_offset
+    shape = (size,) if isinstance(size, int) else tuple(size)
+    n = 1
+    for s in shape:
+        n *= int(s)
+    counters = xp.arange(_gpu_offset, _gpu_offset + n, dtype=xp.uint64).reshape(shape)
+    _gpu_offset += n
+    return counters
+
+
+def _counter_uniform(xp, counters, j, dtype):
+    """Uniforms in [0, 1): 53 bits in float64, 24 bits in float32 (for float32 and float16)."""
+    h = hash_keys(xp, _seed, _STREAM_GPU, counters, j)
+    if np.dtype(dtype) == np.float64:
+        return (h >> xp.uint64(11)).astype(xp.float64) * (2.0 ** -53)
+    return (h >> xp.uint64(40)).astype(xp.float32) * np.float32(2.0 ** -24)
+
+
+def gpu_generator():
+    """The GPU stream (a :class:`CounterStream` over CuPy)."""
+    return CounterStream(backend.array_module("cuda"))
 
 
 def get_generator(device="cpu", generator=None):
@@ -161,16 +201,16 @@ def get_rng_state() -> dict:
     numbers twice.
     """
     return {"seed": _seed, "numpy": _cpu.bit_generator.state, "offset": _offset,
-            "gpu_draws": _gpu_draws}
+            "gpu_offset": _gpu_offset}
 
 
 def set_rng_state(state: dict) -> None:
     """Restore a state returned by :func:`get_rng_state`.
 
-    Raises KeyError naming a missing entry (``gpu_draws`` may be missing,
+    Raises KeyError naming a missing entry (``gpu_offset`` may be missing,
     from a state saved before it existed; the GPU stream is then left as is).
     """
-    global _seed, _cpu, _offset, _gpu_draws
+    global _seed, _cpu, _offset, _gpu_offset
     for key in ("seed", "numpy", "offset"):
         if key not in state:
             raise KeyError(f"set_rng_state: the state has no {key!r} entry; expected a "
@@ -179,8 +219,8 @@ def set_rng_state(state: dict) -> None:
     _cpu = np.random.default_rng()
     _cpu.bit_generator.state = state["numpy"]
     _offset = int(state["offset"])
-    if "gpu_draws" in state:
-        _gpu_draws = int(state["gpu_draws"])
+    if "gpu_offset" in state:
+        _gpu_offset = int(state["gpu_offset"])
 
 
 # ----------------------------------------------------------------------------

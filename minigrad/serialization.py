@@ -33,6 +33,7 @@ it: ``save(obj, "model")`` writes ``model.npz``, and ``load("model")`` reads
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import numbers
 import os
@@ -49,8 +50,11 @@ __all__ = ["CheckpointError", "save", "load", "checkpoint_path"]
 
 _META = "minigrad.json"
 _FORMAT = "minigrad-checkpoint"
-_VERSION = 1
-_MARKERS = ("__array__", "__scalar__", "__tuple__", "__dict__")
+_VERSION = 2                 # 2 added "__lowp__"; files of version 1 read as before
+_READS = (1, 2)
+_MARKERS = ("__array__", "__scalar__", "__tuple__", "__dict__", "__lowp__")
+_NAME_PART_MAX = 64          # characters of one key in a member name (zip allows 65,535 bytes)
+_NAME_MAX = 200
 
 
 class CheckpointError(ValueError):
@@ -92,7 +96,8 @@ def save(obj, path) -> str:
     """
     target = checkpoint_path(path)
     arrays: dict = {}
-    meta = {"format": _FORMAT, "version": _VERSION, "root": _encode(obj, [], arrays)}
+    root = _encode(obj, [], arrays)
+    meta = {"format": _FORMAT, "version": _VERSION if _uses_lowp(root) else 1, "root": root}
     text = json.dumps(meta, allow_nan=True)
     folder = os.path.dirname(os.path.abspath(target))
     temporary = os.path.join(folder, f".{os.path.basename(target)}.{secrets.token_hex(6)}.tmp")
@@ -133,6 +138,34 @@ def _fsync_folder(folder) -> None:
         os.close(fd)
 
 
+def _lowp_name(dtype):
+    """The name of an ``ml_dtypes`` dtype (bfloat16, float8_e4m3fn, ...), which
+    NumPy's ``.npy`` format cannot describe; None for every other dtype."""
+    if dtype.kind != "V" or type(dtype).__module__.split(".")[0] != "ml_dtypes":
+        return None
+    return dtype.name
+
+
+def _uses_lowp(node) -> bool:
+    if isinstance(node, dict):
+        return "__lowp__" in node or any(_uses_lowp(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_uses_lowp(v) for v in node)
+    return False
+
+
+def _lowp_dtype(name, target):
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise CheckpointError(target, f"it holds a {name} array, which needs the ml_dtypes "
+                              "package: pip install 'minigrad[lowp]'") from None
+    dtype = getattr(ml_dtypes, str(name), None)
+    if dtype is None:
+        raise CheckpointError(target, f"unknown low-precision dtype {name!r}")
+    return np.dtype(dtype)
+
+
 def _where(path) -> str:
     return "the top level" if not path else "/".join(str(p) for p in path)
 
@@ -140,9 +173,16 @@ def _where(path) -> str:
 def _array_name(path, arrays) -> str:
     """A member name from the array's place in the state: the keys joined by
     "/", each reduced to letters, digits, "_", "." and "-" (zip cuts names at
-    a NUL, and a name should be safe to extract); "~2", "~3"... when taken."""
+    a NUL, and a name should be safe to extract); "~2", "~3"... when taken.
+    A long key is cut to 64 characters and a long name to 200, with a hash of
+    the whole name appended (the name only labels the member: the JSON says
+    where it belongs)."""
     parts = [re.sub(r"[^\w.\-]", "_", str(p)) for p in path]
-    name = "/".join("_" if p in ("", ".", "..") else p for p in parts) or "array"
+    parts = ["_" if p in ("", ".", "..") else p for p in parts]
+    name = "/".join(p[:_NAME_PART_MAX] for p in parts) or "array"
+    if len(name) > _NAME_MAX or any(len(p) > _NAME_PART_MAX for p in parts):
+        digest = hashlib.sha256("/".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+        name = f"{name[:_NAME_MAX]}~{digest[:12]}"
     candidate, n = name, 1
     while candidate in arrays:
         n += 1
@@ -168,6 +208,11 @@ def _encode(value, path, arrays):
         return float(value)
     if isinstance(value, np.ndarray) or backend.is_cupy_array(value):
         array = backend.asnumpy(value)
+        lowp = _lowp_name(array.dtype)
+        if lowp is not None:              # bfloat16 & co.: their bits, as unsigned ints
+            name = _array_name(path, arrays)
+            arrays[name] = array.view(f"u{array.dtype.itemsize}")
+            return {"__lowp__": [name, lowp]}
         if array.dtype.hasobject or array.dtype.kind == "V":
             raise TypeError(f"save: the array at {_where(path)} has dtype {array.dtype}; "
                             "only arrays of numbers, booleans or strings can be saved "
@@ -203,10 +248,16 @@ def _existing_path(path) -> str:
     raw = os.fspath(path)
     raw = raw if isinstance(raw, str) else os.fsdecode(raw)
     target = checkpoint_path(raw)
+    if os.path.isdir(target) or (target == raw and os.path.isdir(raw)):
+        raise IsADirectoryError(f"{target!r} is a folder; load() reads a checkpoint file "
+                                "written by minigrad.save (a .npz)")
     if os.path.exists(target):
         return target
     if target != raw and os.path.isfile(raw):
         return raw
+    if target != raw and os.path.isdir(raw):
+        raise IsADirectoryError(f"{raw!r} is a folder (and there is no {target!r}); load() "
+                                "reads a checkpoint file written by minigrad.save (a .npz)")
     if target == raw:
         raise FileNotFoundError(f"no checkpoint file {raw!r}")
     raise FileNotFoundError(f"no checkpoint file {target!r} (nor {raw!r})")
@@ -242,9 +293,9 @@ def load(path):
             meta = json.loads(archive.read(_META).decode("utf-8"))
             if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
                 raise CheckpointError(target, f"{_META} is not minigrad's")
-            if meta.get("version") != _VERSION:
+            if meta.get("version") not in _READS:
                 raise CheckpointError(target, f"format version {meta.get('version')!r}; "
-                                      f"this minigrad reads version {_VERSION}")
+                                      f"this minigrad reads versions {_READS}")
             unread = {n for n in names if n != _META}
             state = _decode(meta["root"], archive, unread, target)
             if unread:
@@ -295,6 +346,10 @@ def _decode(value, archive, names, target):
             names.discard(member)
             array = _read_array(archive, member)
             return array[()] if key == "__scalar__" else array
+        if key == "__lowp__" and isinstance(inner, list) and len(inner) == 2:
+            name, dtype = inner
+            array = _decode({"__array__": name}, archive, names, target)
+            return array.view(_lowp_dtype(dtype, target))
         if key == "__tuple__":
             return tuple(_decode(v, archive, names, target) for v in inner)
         if key == "__dict__":

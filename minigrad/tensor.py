@@ -109,8 +109,9 @@ class Tensor:
     __slots__ = ("_data", "_grad", "_requires_grad", "_creator", "_output_index",
                  "name", "__weakref__")
     # numpy_array * tensor calls Tensor.__rmul__ (and array < tensor calls
-    # Tensor.__gt__): NumPy defers to an operand of higher priority.
-    __array_priority__ = 100
+    # Tensor.__gt__): NumPy and CuPy defer to an operand of higher priority.
+    # CuPy's own ndarray has 100: a tie makes cupy_array + tensor raise.
+    __array_priority__ = 1000
 
     def __init__(self, data, requires_grad: bool = False, name: str | None = None):
         if not (isinstance(data, np.ndarray) or backend.is_cupy_array(data)):

@@ -78,3 +78,68 @@ def test_gpu_memory_stats_shape():
     assert set(stats) >= {"used", "total"}
     if not minigrad.cuda.is_available():
         assert stats == {"used": 0, "total": 0}
+
+
+# CuPy wraps an out-of-bounds integer index around; the GPU paths check first
+# with backend.check_index_bounds, whose verdict must be NumPy's on every index.
+_INDEX_PARTS = [0, 2, -3, 3, -4, slice(None), slice(1, None), None, Ellipsis,
+                np.array([0, 2]), np.array([[1], [-3]]), np.array([3]), np.array([-4, 0]),
+                np.array([True, False, True])]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_check_index_bounds_agrees_with_numpy(seed):
+    rng = np.random.default_rng(seed)
+    a = np.zeros((3, 3, 3))
+    for _ in range(40):
+        picks = rng.integers(0, len(_INDEX_PARTS), int(rng.integers(1, 4)))
+        index = tuple(_INDEX_PARTS[i] for i in picks)
+        if sum(p is Ellipsis for p in index) > 1:
+            continue
+        try:
+            a[index]
+            numpy_error = None
+        except IndexError as error:
+            numpy_error = error
+        except ValueError:           # shape mismatch of broadcast arrays: not a bound
+            continue
+        if numpy_error is None:
+            backend.check_index_bounds(index, a.shape)
+        elif "out of bounds" in str(numpy_error) or "too many indices" in str(numpy_error):
+            with pytest.raises(IndexError) as ours:
+                backend.check_index_bounds(index, a.shape)
+            if "out of bounds" in str(numpy_error):
+                assert "out of bounds" in str(ours.value)
+
+
+def test_check_index_bounds_names_the_index_axis_and_size():
+    with pytest.raises(IndexError, match="index 7 is out of bounds for axis 1 with size 3"):
+        backend.check_index_bounds((slice(None), np.array([0, 7])), (2, 3))
+    with pytest.raises(IndexError, match="index -5 is out of bounds for axis 0 with size 4"):
+        backend.check_index_bounds(np.array([-5]), (4,))
+
+
+class _DeviceArray:
+    """Stands in for a CuPy array where no GPU is: like CuPy's, its implicit
+    conversion to NumPy raises."""
+
+    def __init__(self, array):
+        self.array = array
+        self.dtype, self.shape = array.dtype, array.shape
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError("Implicit conversion to a NumPy array is not allowed")
+
+    def astype(self, dtype, copy=True):
+        return _DeviceArray(self.array.astype(dtype, copy=copy))
+
+
+def test_as_array_keeps_a_device_array_on_its_device(monkeypatch):
+    monkeypatch.setattr(backend, "is_cupy_array", lambda x: isinstance(x, _DeviceArray))
+    gpu = _DeviceArray(np.arange(3))
+    assert backend.as_array(gpu) is gpu
+    cast = backend.as_array(gpu, np.float32)
+    assert isinstance(cast, _DeviceArray) and cast.dtype == np.float32
+    with pytest.raises(TypeError, match="Implicit conversion"):
+        np.asarray(gpu)                                  # what the old paths did
+    assert backend.as_array([1, 2], np.float64).dtype == np.float64

@@ -112,11 +112,11 @@ def test_randn_inside_a_checkpointed_segment(device):
 
 def test_rng_state_has_the_gpu_stream():
     state = minigrad.random.get_rng_state()
-    assert state["gpu_draws"] == 0
-    minigrad.random.set_rng_state({**state, "gpu_draws": 7})
-    assert minigrad.random.get_rng_state()["gpu_draws"] == 7
+    assert state["gpu_offset"] == 0
+    minigrad.random.set_rng_state({**state, "gpu_offset": 7})
+    assert minigrad.random.get_rng_state()["gpu_offset"] == 7
     minigrad.manual_seed(0)
-    assert minigrad.random.get_rng_state()["gpu_draws"] == 0
+    assert minigrad.random.get_rng_state()["gpu_offset"] == 0
 
 
 def test_default_dtype_changed_between_forward_and_backward():
@@ -155,3 +155,26 @@ def test_context_restored_after_a_failing_recomputation():
         assert nn.dropout.current_dropout_context()[0] == 2
     assert minigrad.get_default_dtype() == np.float64
     assert nn.dropout.current_dropout_context() is None
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_gpu_stream_is_counter_based_and_standard(dtype):
+    # the GPU stream's arithmetic is the array module's: checked here with NumPy
+    stream = minigrad.random.CounterStream(np)
+    minigrad.manual_seed(3)
+    z = stream.standard_normal((200, 500), dtype=dtype)
+    u = stream.random(100_000, dtype=dtype)
+    assert z.dtype == dtype and u.dtype == dtype
+    assert abs(z.mean()) < 0.01 and abs(z.std() - 1) < 0.01          # 1e5 values: 3e-3 sd
+    assert abs(np.mean(np.abs(z) < 1.959964) - 0.95) < 0.005
+    assert 0 <= u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 0.005
+    assert minigrad.random.get_rng_state()["gpu_offset"] == 200_000
+    minigrad.manual_seed(3)                                   # same seed: same values
+    np.testing.assert_array_equal(stream.standard_normal((200, 500), dtype=dtype), z)
+    state = minigrad.random.get_rng_state()
+    later = stream.random(10, dtype=dtype)
+    np.testing.assert_array_equal(later, u[:10])              # the stream continues as before
+    minigrad.random.set_rng_state(state)
+    np.testing.assert_array_equal(stream.random(10, dtype=dtype), later)
+    a, b = stream.random(100, dtype=dtype), stream.random(100, dtype=dtype)
+    assert not np.isin(a, b).any()                             # consecutive draws differ

@@ -336,6 +336,28 @@ def test_mpi_failing_rank_ends_the_job_nonzero(launch, tmp_path):
     assert seconds < 30
 
 
+@pytest.mark.mpi
+@needs_mpiexec
+@pytest.mark.parametrize("launch", [["-m", "mpi4py"], []], ids=["python -m mpi4py", "plain"])
+def test_mpi_rank_failing_before_init_ends_the_job_in_seconds(launch, tmp_path):
+    # rank 1 raises right after `import minigrad`, before distributed.init();
+    # rank 0 waits in an all-reduce it can never finish: the job must still end
+    code = ("import os, sys, pathlib, numpy as np, minigrad; "
+            "assert 'mpi4py.MPI' not in sys.modules or '-m' in sys.orig_argv; "
+            f"here = pathlib.Path({str(tmp_path)!r}); "
+            "r = int(os.environ.get('PMI_RANK', os.environ.get('OMPI_COMM_WORLD_RANK', 0))); "
+            "exec('raise RuntimeError(\"rank 1 fails before init\")') if r == 1 else None; "
+            "d = minigrad.distributed; c = d.init(); d.allreduce_sum_(c, np.zeros(1)); "
+            "(here / f'unreachable{r}').write_text('1')")
+    start = time.perf_counter()
+    out = _mpiexec(2, [*launch, "-c", code], timeout=60)
+    seconds = time.perf_counter() - start
+    assert out.returncode != 0, out.stdout + out.stderr
+    assert "rank 1 fails before init" in out.stderr
+    assert not list(tmp_path.glob("unreachable*"))
+    assert seconds < 30
+
+
 # ------------------------------------------------------------ devices (cuda skips)
 def test_reduce_window_on_device_matches_plain_accumulation(device, float64):
     """CuPy gradients are packed on the device, staged through the host once."""
@@ -375,3 +397,14 @@ def test_sync_batchnorm_leaves_running_stats_alone_when_recomputed(float64):
     x = minigrad.tensor(np.random.default_rng(6).standard_normal((4, 3)), requires_grad=True)
     minigrad.checkpoint(layer, x).sum().backward()     # forward, then recomputed in backward
     assert int(layer.num_batches_tracked.item()) == 1
+
+
+@pytest.mark.parametrize("args, error, message", [
+    ((3,), TypeError, "model must be a minigrad nn.Module, got int"),
+    ((nn.Linear(2, 1), 5), ValueError, "root must be a rank in \\[0, 1\\), got 5"),
+    ((nn.Linear(2, 1), -1), ValueError, "root must be a rank"),
+    ((nn.Linear(2, 1), True), ValueError, "root must be a rank"),
+])
+def test_broadcast_parameters_names_bad_arguments(args, error, message):
+    with pytest.raises(error, match=message):
+        dist.broadcast_parameters(*args, comm=dist.LocalCommunicator())

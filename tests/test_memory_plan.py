@@ -141,3 +141,27 @@ def test_cli_plan_bad_flags_exit_2_with_one_line(capsys):
         cli.main(["plan", "--params", "1e3", "--activation-bytes-per-item", "1",
                   "--memory", "2XB"])
     assert "expected a size" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--seq-len", "1e300", "--width", "1", "--depth", "1", "--heads", "1e300"],
+     "activations estimate overflows"),
+    (["--params", "1e308", "--activation-bytes-per-item", "1"], "parameters estimate overflows"),
+    (["--activation-bytes-per-item", "inf"], "must be a finite number >= 0"),
+    (["--activation-bytes-per-item", "nan"], "must be a finite number >= 0"),
+    (["--activation-bytes-per-item", "1", "--memory", "-5"], "a size must be > 0"),
+    (["--activation-bytes-per-item", "1", "--memory", "infGB"], "a size must be > 0"),
+])
+def test_cli_plan_refuses_sizes_beyond_a_float_with_one_line(capsys, flags, message):
+    args = ["plan", "--params", "1", *flags] if flags[0] != "--params" else ["plan", *flags]
+    with pytest.raises(SystemExit) as info:
+        cli.main(args)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and "inf GB" not in err
+
+
+@pytest.mark.parametrize("memory_size", [-5, 0, float("inf"), float("nan"), True])
+def test_plan_refuses_a_memory_that_is_no_size(memory_size):
+    with pytest.raises(ValueError, match="size"):
+        memory.plan(N, activation_bytes_per_item=1, memory=memory_size)

@@ -373,3 +373,58 @@ def test_numpy_scalar_dict_keys_round_trip(tmp_path, key):
     assert type(back) is type(key)
     np.testing.assert_array_equal(loaded[key], np.arange(3.0))
     assert loaded[7] == {key: "x"}
+
+
+def test_a_key_longer_than_a_zip_member_name_round_trips(tmp_path):
+    # zip member names hold at most 65,535 bytes; the key only names the member
+    state = {"k" * 70000: np.ones(1), "k" * 70001: np.arange(2.0), "k" * 64: np.zeros(3)}
+    back = minigrad.load(minigrad.save(state, tmp_path / "long"))
+    assert list(back) == list(state)
+    for key in state:
+        np.testing.assert_array_equal(back[key], state[key])
+
+
+def test_bfloat16_arrays_round_trip_bit_for_bit(tmp_path):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    array = np.array([0.1, -3.0, np.inf, 1e38], dtype=ml_dtypes.bfloat16)
+    back = minigrad.load(minigrad.save({"buffer": array}, tmp_path / "b"))["buffer"]
+    assert back.dtype == array.dtype
+    np.testing.assert_array_equal(back.view(np.uint16), array.view(np.uint16))
+    # a file without low-precision arrays keeps format version 1
+    with zipfile.ZipFile(minigrad.save({"a": np.ones(2)}, tmp_path / "plain")) as archive:
+        assert b'"version": 1' in archive.read("minigrad.json")
+
+
+def test_a_bfloat16_accumulator_is_saved_mid_window_and_resumes(tmp_path):
+    pytest.importorskip("ml_dtypes")
+    minigrad.manual_seed(0)
+    x1, x2 = minigrad.randn(4, 3), minigrad.randn(4, 3)
+
+    def make(model):
+        return GradientAccumulator(SGD(model.parameters(), lr=0.1), 2, dtype="bfloat16")
+
+    model = nn.Linear(3, 2)
+    acc = make(model)
+    acc.backward(model(x1).sum())
+    assert not acc.step()                       # mid-window: the sum sits in bfloat16
+    path = minigrad.save({"model": model.state_dict(), "acc": acc.state_dict()},
+                         tmp_path / "mid")
+    acc.backward(model(x2).sum())
+    assert acc.step()
+
+    state = minigrad.load(path)
+    resumed_model = nn.Linear(3, 2)
+    resumed_model.load_state_dict(state["model"])
+    resumed = make(resumed_model)
+    resumed.load_state_dict(state["acc"])
+    resumed.backward(resumed_model(x2).sum())
+    assert resumed.step()
+    for a, b in zip(model.parameters(), resumed_model.parameters()):
+        np.testing.assert_array_equal(a.data, b.data)
+
+
+def test_loading_a_folder_says_it_is_a_folder(tmp_path):
+    (tmp_path / "ckpt").mkdir()
+    for path in (tmp_path / "ckpt", tmp_path):
+        with pytest.raises(IsADirectoryError, match="is a folder"):
+            minigrad.load(path)

@@ -176,7 +176,7 @@ def _class_weight(weight, reference, name):
             raise RuntimeError(f"{name}: weight is on {weight.device} but the input is on "
                                f"{reference.device}; move it with .to(device)")
         return weight.data
-    array = np.asarray(weight)
+    array = backend.as_array(weight)
     if array.dtype.kind in "iub":
         array = array.astype(reference.dtype)
     return backend.to_device(array, reference.device)
@@ -313,7 +313,7 @@ def binary_cross_entropy(input: Tensor, target, weight=None,  # noqa: A002
                          f"differs from input of shape {input.shape}; give both the "
                          "same shape")
     if not isinstance(target, Tensor):
-        target = Tensor(backend.to_device(np.asarray(target, dtype=input.dtype), input.device))
+        target = Tensor(backend.to_device(backend.as_array(target, input.dtype), input.device))
     w = _class_weight(weight, input, "binary_cross_entropy")
     return BCE(reduction, w)(input, target)
 

@@ -409,6 +409,8 @@ class GradientAccumulator:
                 params = self._params_with_grad()
                 if self.scaler is not None:
                     self.scaler.unscale_(self.optimizer)    # once per window, before clipping
+                    if self._nonfinite:     # an inf/nan loss: an overflow like any other
+                        self.scaler._record_found_inf(self.optimizer)
                 # BEGIN SOLUTION ch04.5
                 for p in params:
                     p.grad.data /= total    # sum_j n_j grad L_j -> grad of the window mean

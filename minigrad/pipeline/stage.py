@@ -107,7 +107,8 @@ def split_sequential(model, sizes) -> list:
 
     Raises:
         TypeError: ``model`` is not a Sequential.
-        ValueError: sizes that are not positive or do not sum to ``len(model)``.
+        ValueError: sizes that are not positive or do not sum to ``len(model)``,
+            or a stage without parameters (each stage has an optimizer).
     """
     from ..nn import Sequential  # noqa: PLC0415
     if not isinstance(model, Sequential):
@@ -126,7 +127,13 @@ def split_sequential(model, sizes) -> list:
         raise ValueError(f"split_sequential: sizes must be positive ints summing to the "
                          f"number of layers ({n}), got {sizes}")
     bounds = np.cumsum([0, *sizes])
-    return [model[int(a):int(b)] for a, b in zip(bounds[:-1], bounds[1:])]
+    stages = [model[int(a):int(b)] for a, b in zip(bounds[:-1], bounds[1:])]
+    for s, stage in enumerate(stages):
+        if not list(stage.parameters()):     # each stage steps an optimizer of its own
+            raise ValueError(f"split_sequential: stage {s} ({', '.join(type(m).__name__ for m in stage)}) "
+                             f"has no parameters, so it has nothing to train; move it into a "
+                             f"neighbouring stage (sizes {sizes})")
+    return stages
 
 
 def graph_bytes(tensor, exclude=()) -> int:
@@ -285,7 +292,7 @@ class PipelineStage:
                                  "micro-batch's target")
             self._targets[j] = target
             if not isinstance(target, Tensor):
-                target = Tensor(backend.to_device(np.asarray(target), self.device))
+                target = Tensor(backend.to_device(backend.as_array(target), self.device))
             # With checkpointing the loss is inside the recomputed piece: the
             # stash then holds the stage's inputs (x and the target) only.
             y = _checkpoint(self._forward_loss, x, target) if self.checkpoint else \

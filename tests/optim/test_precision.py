@@ -266,3 +266,76 @@ def test_state_dict_round_trip_and_bad_arguments():
         GradScaler().scale(3.0)
     disabled = GradScaler(enabled=False)
     assert disabled.get_scale() == 1.0 and disabled.state_dict() == {}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_accumulator_scale_follows_pytorch_through_windows_with_inf_losses(torch, seed):
+    """k micro-batches per window, some losses inf: the scale sequence and which
+    windows update are PyTorch's (backward of an inf loss gives inf gradients
+    there; minigrad skips that backward, and the window still counts as an overflow)."""
+    rng = np.random.default_rng(seed)
+    k, windows = int(rng.integers(1, 4)), 6
+    growth_interval = int(rng.integers(1, 3))
+    bad = rng.random((windows, k)) < 0.3
+    ours = GradScaler(init_scale=4.0, growth_interval=growth_interval)
+    theirs = torch.amp.GradScaler("cpu", init_scale=4.0, growth_interval=growth_interval)
+    p = minigrad.tensor(np.ones(3, np.float32), requires_grad=True)
+    acc = GradientAccumulator(SGD([p], lr=0.1), k, scaler=ours)
+    q = torch.ones(3, requires_grad=True)
+    opt = torch.optim.SGD([q], lr=0.1)
+    for w in range(windows):
+        for j in range(k):
+            factor = np.inf if bad[w, j] else 1.0
+            acc.backward((p * factor).sum())
+            acc.step()
+            theirs.scale((q * float(factor)).sum() / k).backward()     # the window mean
+        theirs.step(opt)
+        theirs.update()
+        opt.zero_grad()
+        assert ours.get_scale() == theirs.get_scale(), (w, bad)
+        np.testing.assert_allclose(p.numpy(), q.detach().numpy(), rtol=1e-6)
+    assert acc.skipped_windows == int(bad.any(axis=1).sum())
+
+
+def test_step_twice_and_update_without_step_raise_as_in_pytorch():
+    scaler = GradScaler(init_scale=4.0, growth_interval=1)
+    p = minigrad.tensor(np.ones(3, np.float32), requires_grad=True)
+    opt = SGD([p], lr=0.1)
+    with pytest.raises(RuntimeError, match="no inf checks were recorded"):
+        scaler.update()
+    assert scaler.get_scale() == 4.0
+    scaler.scale(p.sum()).backward()
+    scaler.step(opt)
+    with pytest.raises(RuntimeError, match="step\\(\\) has already been called"):
+        scaler.step(opt)
+    np.testing.assert_allclose(p.numpy(), np.full(3, 0.9, np.float32))    # one update only
+    scaler.update()
+    assert scaler.get_scale() == 8.0
+
+
+@pytest.mark.parametrize("state, error, message", [
+    (None, TypeError, "expected a dict"),
+    ({"scale": -5.0}, ValueError, "scale must be a finite number > 0"),
+    ({"scale": "big"}, TypeError, "scale must be a number"),
+    ({"growth_interval": 0}, ValueError, "growth_interval must be an int >= 1"),
+    ({"growth_interval": 2.5}, TypeError, "growth_interval must be an int"),
+    ({"growth_factor": 0.5}, ValueError, "growth_factor must be > 1"),
+    ({"backoff_factor": 1.0}, ValueError, "backoff_factor must be in"),
+    ({"_growth_tracker": 7}, ValueError, "_growth_tracker must be an int in"),
+])
+def test_load_state_dict_enforces_what_init_enforces(state, error, message):
+    scaler = GradScaler(init_scale=4.0, growth_interval=3)
+    good = GradScaler(init_scale=2.0, growth_interval=3).state_dict()
+    with pytest.raises(error, match=message):
+        scaler.load_state_dict(None if state is None else {**good, **state})
+    assert scaler.get_scale() == 4.0                        # nothing half-loaded
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    ({"init_scale": "big"}, TypeError), ({"init_scale": None}, TypeError),
+    ({"growth_factor": "2"}, TypeError), ({"init_scale": float("nan")}, ValueError),
+    ({"growth_interval": 1.0}, TypeError), ({"backoff_factor": 0.0}, ValueError),
+])
+def test_bad_settings_name_the_setting(kwargs, error):
+    with pytest.raises(error, match=f"GradScaler: {next(iter(kwargs))} must be"):
+        GradScaler(**kwargs)

@@ -128,6 +128,13 @@ def test_split_batch_and_split_sequential():
         split_sequential(nn.Linear(2, 2), 1)
 
 
+def test_a_stage_without_parameters_is_refused_at_the_split():
+    model = nn.Sequential(nn.Linear(2, 2), nn.Tanh(), nn.Linear(2, 1))
+    with pytest.raises(ValueError, match=r"stage 1 \(Tanh\) has no parameters"):
+        split_sequential(model, [1, 1, 1])
+    assert [len(s) for s in split_sequential(model, [2, 1])] == [2, 1]
+
+
 def test_bad_arguments_are_refused():
     model = make_model()
     stages = split_sequential(model, 2)
