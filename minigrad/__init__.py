@@ -9,6 +9,7 @@ from .creation import (abs, arange, broadcast_to, cat, clip, concatenate, exp, l
                        log_softmax, matmul, maximum, mean, minimum, ones, ones_like, rand,
                        randn, relu, reshape, sigmoid, softmax, sqrt, squeeze, stack, sum,
                        tanh, tensor, transpose, unsqueeze, where, zeros, zeros_like)
+from .functions.attention import masked_fill, tril, triu
 from .gradcheck import GradcheckError, gradcheck
 from .random import manual_seed
 from .serialization import CheckpointError, load, save

@@ -1,5 +1,6 @@
 """minigrad.nn: Module, Parameter, layers and losses (names as in ``torch.nn``)."""
 from . import functional, init, utils
+from .attention import MultiheadAttention
 from .activation import GELU, ReLU, Sigmoid, Softmax, Tanh
 from .container import Flatten, Identity, ModuleList, Sequential
 from .dropout import Dropout, dropout_context
