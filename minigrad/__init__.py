@@ -18,6 +18,7 @@ from .tensor import (Tensor, bool_, float16, float32, float64, get_default_dtype
 
 # Last: these build on everything above.
 from . import data, nn, optim  # noqa: E402
+from . import models  # noqa: E402
 from . import linalg  # noqa: E402
 from . import distributed  # noqa: E402  (data parallelism; mpi4py is loaded by init() only)
 

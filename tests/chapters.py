@@ -66,6 +66,8 @@ PATHS = {
     "tests/experiments/test_precision.py": 12,
     "tests/test_memory_plan.py": 12,
     "tests/exercises/test_ch12.py": 12,
+    "tests/functions/test_attention.py": 13,
+    "tests/models/": 13,
 }
 
 # Tests parametrized by a chapter's file (the docs run each chapter's code
