@@ -67,7 +67,8 @@ class CausalSelfAttention(Module):
 
 
 class MLP(Module):
-    """Linear(C, 4C) → GELU → Linear(4C, C) → dropout, at every position."""
+    """Linear(C, 4C) → GELU → Linear(4C, C) → dropout, at every position (GELU in
+    its tanh form, as GPT-2 computes it; Hendrycks & Gimpel 2016)."""
 
     def __init__(self, config: GPTConfig):
         super().__init__()
@@ -76,7 +77,7 @@ class MLP(Module):
         self.dropout = Dropout(config.dropout)
 
     def forward(self, x):
-        return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))
+        return self.dropout(self.c_proj(F.gelu(self.c_fc(x), approximate="tanh")))
 
 
 class Block(Module):

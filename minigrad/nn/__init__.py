@@ -6,6 +6,8 @@ from .container import Flatten, Identity, ModuleList, Sequential
 from .dropout import Dropout, dropout_context
 from .embedding import Embedding
 from .linear import Linear
+from .lora import (LoRALinear, apply_lora, load_lora_state_dict, lora_layers, lora_state_dict,
+                   merge_and_unload)
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from .module import Module, Parameter
 

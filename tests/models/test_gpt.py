@@ -38,7 +38,7 @@ def torch_gpt(torch, config):
             self.ln_2 = nn.LayerNorm(config.n_embd)
             self.mlp = nn.Sequential()
             self.mlp.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd)
-            self.mlp.gelu = nn.GELU()
+            self.mlp.gelu = nn.GELU(approximate="tanh")
             self.mlp.c_proj = nn.Linear(4 * config.n_embd, config.n_embd)
 
         def forward(self, x):
