@@ -9,59 +9,9 @@ import minigrad
 from minigrad.models import GPT, GPTConfig
 from minigrad.models.gpt import lm_loss
 
+from benchmarks.bench_gpt import torch_gpt   # the same GPT in PyTorch, module for module
+
 TINY = GPTConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=8)
-
-
-def torch_gpt(torch, config):
-    """The same GPT in PyTorch, module for module (nanoGPT's layout)."""
-    nn, F = torch.nn, torch.nn.functional
-
-    class Attention(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd)
-            self.c_proj = nn.Linear(config.n_embd, config.n_embd)
-            self.resid_dropout = nn.Dropout(config.dropout)
-
-        def forward(self, x):
-            B, T, C = x.shape
-            q, k, v = self.c_attn(x).split(C, dim=2)
-            q, k, v = (t.view(B, T, config.n_head, C // config.n_head).transpose(1, 2)
-                       for t in (q, k, v))
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            return self.resid_dropout(self.c_proj(y.transpose(1, 2).reshape(B, T, C)))
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln_1, self.attn = nn.LayerNorm(config.n_embd), Attention()
-            self.ln_2 = nn.LayerNorm(config.n_embd)
-            self.mlp = nn.Sequential()
-            self.mlp.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd)
-            self.mlp.gelu = nn.GELU(approximate="tanh")
-            self.mlp.c_proj = nn.Linear(4 * config.n_embd, config.n_embd)
-
-        def forward(self, x):
-            x = x + self.attn(self.ln_1(x))
-            return x + self.mlp(self.ln_2(x))
-
-    class Model(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.wte = nn.Embedding(config.vocab_size, config.n_embd)
-            self.wpe = nn.Embedding(config.block_size, config.n_embd)
-            self.h = nn.ModuleList([Block() for _ in range(config.n_layer)])
-            self.ln_f = nn.LayerNorm(config.n_embd)
-            self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
-            self.lm_head.weight = self.wte.weight
-
-        def forward(self, idx):
-            x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
-            for block in self.h:
-                x = block(x)
-            return self.lm_head(self.ln_f(x))
-
-    return Model().double()
 
 
 def copy_into_torch(torch, model, ref):
@@ -74,7 +24,7 @@ def copy_into_torch(torch, model, ref):
 def test_gpt_matches_torch_forward_and_backward(torch, float64):
     minigrad.manual_seed(3)
     model = GPT(TINY)
-    ref = torch_gpt(torch, TINY)
+    ref = torch_gpt(torch, TINY).double()
     copy_into_torch(torch, model, ref)
     rng = np.random.default_rng(0)
     idx = rng.integers(0, TINY.vocab_size, (3, 8))
