@@ -110,6 +110,10 @@ def case_sft(normalization: str = "tokens", *, lora_rank: int = 0, updates: int 
                     f"tokens, {'num_items=tokens' if equal else 'num_items=None'}",
         note=f"tokens/micro {min(map(min, tokens))}-{max(map(max, tokens))}")
     result.extras["tokens_per_micro_batch"] = tokens
+    drift = np.abs(np.asarray(result.losses_accumulated) - np.asarray(result.losses_reference))
+    result.extras["loss_drift"] = float(drift.max())       # the logged loss, too, is off
+    if not equal:
+        result.note += f", loss drift {drift.max():.1e}"
     return result
 
 
