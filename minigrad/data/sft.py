@@ -62,9 +62,11 @@ def make_sft_batch(pairs_ids, ignore_index: int = -100, pad_id: int = 0):
         if len(prompt) == 0 or len(completion) == 0:
             raise ValueError("make_sft_batch: every pair needs a non-empty prompt and "
                              "completion")
+        # BEGIN SOLUTION ch13.4
         seq = np.concatenate([prompt, completion]).astype(np.int64)
         target = seq[1:].copy()
         target[:len(prompt) - 1] = ignore_index          # predicting the prompt: not trained
+        # END SOLUTION
         rows.append((seq[:-1], target))
     T = max(len(x) for x, _ in rows)
     inputs = np.full((len(rows), T), pad_id, dtype=np.int64)
@@ -77,4 +79,6 @@ def make_sft_batch(pairs_ids, ignore_index: int = -100, pad_id: int = 0):
 def completion_tokens(targets, ignore_index: int = -100) -> int:
     """The number of targets that count (not ``ignore_index``): the ``num_items``
     of a micro-batch."""
+    # BEGIN SOLUTION ch13.4
     return int((np.asarray(targets) != ignore_index).sum())
+    # END SOLUTION

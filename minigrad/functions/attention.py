@@ -57,6 +57,8 @@ class ScaledDotProductAttention(Function):
 
     def forward(self, q, k, v, additive_mask=None):
         xp = get_array_module(q)
+        self.mask_shape = None if additive_mask is None else additive_mask.shape
+        # BEGIN SOLUTION ch13.2
         scores = (q @ _swap(k)) * self.scale
         if additive_mask is not None:
             scores = scores + additive_mask
@@ -64,9 +66,9 @@ class ScaledDotProductAttention(Function):
             scores = xp.where(self.bool_mask, scores, -xp.inf)
         self.weights = _softmax_rows(scores)
         weights = self.weights if self.drop_mask is None else self.weights * self.drop_mask
-        self.q, self.k, self.v, self.dropped = q, k, v, weights
-        self.mask_shape = None if additive_mask is None else additive_mask.shape
         out = weights @ v
+        # END SOLUTION
+        self.q, self.k, self.v, self.dropped = q, k, v, weights
         return (out, weights) if self.return_weights else out
 
     def backward(self, g_out, g_weights=None):
@@ -88,6 +90,15 @@ class ScaledDotProductAttention(Function):
         if self.mask_shape is not None:
             grads += (unbroadcast(g_scores, self.mask_shape),)
         return grads
+
+
+def causal_mask(L, S, xp=np):
+    """The causal mask (L, S), bool: True where query i may attend to key j,
+    that is j <= i (the lower triangle with the diagonal, aligned at the top
+    left, as PyTorch's ``is_causal``)."""
+    # BEGIN SOLUTION ch13.1
+    return xp.tril(xp.ones((L, S), dtype=bool))
+    # END SOLUTION
 
 
 def _softmax_rows(scores):
@@ -287,7 +298,7 @@ def _attention_function(query, key, value, attn_mask, dropout_p, is_causal, scal
     weights_shape = np.broadcast_shapes(query.shape[:-2], key.shape[:-2]) + (L, S)
     bool_mask, inputs = None, [query, key, value]
     if is_causal:
-        bool_mask = xp.tril(xp.ones((L, S), dtype=bool))
+        bool_mask = causal_mask(L, S, xp)
     elif attn_mask is not None:
         mask = attn_mask.data if hasattr(attn_mask, "creator") else attn_mask
         try:

@@ -67,7 +67,9 @@ class LoRALinear(Module):
         y = self.base_layer(x)
         if self.merged:
             return y
+        # BEGIN SOLUTION ch13.3
         return y + self.lora_B(self.lora_A(self.lora_dropout(x))) * self.scaling
+        # END SOLUTION
 
     @no_grad()
     def merge(self) -> None:
@@ -87,7 +89,10 @@ class LoRALinear(Module):
         self.merged = False
 
     def _delta(self):
+        """(α/r) B A, of the base weight's shape (out, in)."""
+        # BEGIN SOLUTION ch13.3
         return (self.lora_B.weight.data @ self.lora_A.weight.data) * self.scaling
+        # END SOLUTION
 
     def extra_repr(self) -> str:
         return f"r={self.r}, lora_alpha={self.lora_alpha}, merged={self.merged}"
