@@ -58,7 +58,7 @@ class ScaledDotProductAttention(Function):
     def forward(self, q, k, v, additive_mask=None):
         xp = get_array_module(q)
         self.mask_shape = None if additive_mask is None else additive_mask.shape
-        # BEGIN SOLUTION ch13.2
+        # BEGIN SOLUTION ch13.1
         scores = (q @ _swap(k)) * self.scale
         if additive_mask is not None:
             scores = scores + additive_mask
@@ -96,7 +96,7 @@ def causal_mask(L, S, xp=np):
     """The causal mask (L, S), bool: True where query i may attend to key j,
     that is j <= i (the lower triangle with the diagonal, aligned at the top
     left, as PyTorch's ``is_causal``)."""
-    # BEGIN SOLUTION ch13.1
+    # BEGIN SOLUTION ch13.2
     return xp.tril(xp.ones((L, S), dtype=bool))
     # END SOLUTION
 

@@ -13,32 +13,6 @@ from .check import assert_close, rng
 
 # ------------------------------------------------------------------ 13.1
 @pytest.mark.exercise("13.1")
-def test_causal_mask_is_the_lower_triangle():
-    mask = causal_mask(3, 3)
-    assert mask.dtype == bool, f"the mask must be bool (True = may attend), got {mask.dtype}"
-    expected = np.array([[1, 0, 0], [1, 1, 0], [1, 1, 1]], bool)
-    assert (mask == expected).all(), \
-        f"causal_mask(3, 3) gave\n{mask.astype(int)}\nexpected\n{expected.astype(int)}: query i " \
-        "sees keys 0 ... i (the diagonal included)" + (
-            "; this is the upper triangle, the future" if (mask == expected.T).all() else "")
-    assert causal_mask(2, 4).shape == (2, 4)
-    assert (causal_mask(2, 4) == np.tril(np.ones((2, 4), bool))).all(), \
-        "for L != S the mask is aligned at the top left (PyTorch's is_causal)"
-
-
-@pytest.mark.exercise("13.1")
-def test_causal_attention_never_looks_ahead():
-    q, k, v = (minigrad.tensor(rng(13).standard_normal((1, 4, 3))) for _ in range(3))
-    out = F.scaled_dot_product_attention(q, k, v, is_causal=True).numpy()
-    v2 = v.numpy().copy()
-    v2[0, 3] += 100.0                                    # change the last token's value
-    out2 = F.scaled_dot_product_attention(q, k, minigrad.tensor(v2), is_causal=True).numpy()
-    assert_close(out2[0, :3], out[0, :3], "the outputs of positions 0-2 after changing "
-                 "token 3", hints=[])
-
-
-# ------------------------------------------------------------------ 13.2
-@pytest.mark.exercise("13.2")
 def test_attention_forward_three_tokens_by_hand():
     q = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     k = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
@@ -54,7 +28,7 @@ def test_attention_forward_three_tokens_by_hand():
                          "the scores are divided by √E = √2 before the softmax")])
 
 
-@pytest.mark.exercise("13.2")
+@pytest.mark.exercise("13.1")
 def test_attention_forward_masks_and_gradients():
     g = rng(132)
     q, k, v = g.standard_normal((2, 3, 2)), g.standard_normal((2, 4, 2)), g.standard_normal((2, 4, 3))
@@ -66,8 +40,34 @@ def test_attention_forward_masks_and_gradients():
     w = np.exp(s - s.max(-1, keepdims=True))
     w /= w.sum(-1, keepdims=True)
     assert_close(out, w @ v, "attention with a bool mask (False = may not attend)")
-    minigrad.gradcheck(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True),
-                       [minigrad.tensor(x, requires_grad=True) for x in (q, k[:, :3], v[:, :3])])
+    minigrad.gradcheck(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, attn_mask=mask),
+                       [minigrad.tensor(x, requires_grad=True) for x in (q, k, v)])
+
+
+# ------------------------------------------------------------------ 13.2
+@pytest.mark.exercise("13.2")
+def test_causal_mask_is_the_lower_triangle():
+    mask = causal_mask(3, 3)
+    assert mask.dtype == bool, f"the mask must be bool (True = may attend), got {mask.dtype}"
+    expected = np.array([[1, 0, 0], [1, 1, 0], [1, 1, 1]], bool)
+    assert (mask == expected).all(), \
+        f"causal_mask(3, 3) gave\n{mask.astype(int)}\nexpected\n{expected.astype(int)}: query i " \
+        "sees keys 0 ... i (the diagonal included)" + (
+            "; this is the upper triangle, the future" if (mask == expected.T).all() else "")
+    assert causal_mask(2, 4).shape == (2, 4)
+    assert (causal_mask(2, 4) == np.tril(np.ones((2, 4), bool))).all(), \
+        "for L != S the mask is aligned at the top left (PyTorch's is_causal)"
+
+
+@pytest.mark.exercise("13.2")
+def test_causal_attention_never_looks_ahead():
+    q, k, v = (minigrad.tensor(rng(13).standard_normal((1, 4, 3))) for _ in range(3))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True).numpy()
+    v2 = v.numpy().copy()
+    v2[0, 3] += 100.0                                    # change the last token's value
+    out2 = F.scaled_dot_product_attention(q, k, minigrad.tensor(v2), is_causal=True).numpy()
+    assert_close(out2[0, :3], out[0, :3], "the outputs of positions 0-2 after changing "
+                 "token 3", hints=[])
 
 
 # ------------------------------------------------------------------ 13.3
