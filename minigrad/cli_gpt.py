@@ -71,6 +71,10 @@ def add_gpt_parsers(commands, number_types, add_device_and_dtype) -> None:
     f.add_argument("--normalization", choices=("tokens", "micro-batch-mean"), default="tokens",
                    help="tokens: num_items = completion tokens (exact); micro-batch-mean: "
                         "the 2024 bug, each micro-batch's mean weighted 1/K")
+    f.add_argument("--compare-micro-batch", action="store_true",
+                   help="also fine-tune a copy with plain batches of B (no accumulation, K "
+                        "times the updates) and report its loss per window and final "
+                        "validation loss, e.g. --micro-batch 1 --accumulation-steps 16")
     f.add_argument("--seed", type=non_negative_int, default=0,
                    help="seed of the data order and the adapters (default: 0)")
     f.add_argument("--out", metavar="PATH", default=None,
@@ -146,13 +150,19 @@ def run_finetune(args, progress) -> int:
                       updates=args.updates, lr=args.lr, lora_rank=args.lora_rank,
                       lora_alpha=args.lora_alpha, checkpointing=args.checkpointing,
                       normalization=args.normalization, seed=args.seed, device=args.device,
-                      dtype=np.dtype(args.dtype), on_update=on_update)
+                      dtype=np.dtype(args.dtype), compare_micro_batch=args.compare_micro_batch,
+                      on_update=on_update)
     if bar is not None:
         bar.close()
     print(f"trainable parameters: {result['trainable_parameters']:,} of "
           f"{result['parameters']:,}")
     print(f"validation loss per completion token: {result['val_loss_before']:.4f} before, "
           f"{result['val_loss_after']:.4f} after")
+    if "micro_batch_losses" in result:
+        print(f"plain batch {args.micro_batch} ({args.updates * args.accumulation_steps} "
+              f"updates): last window's mean loss {result['micro_batch_losses'][-1]:.4f} "
+              f"(accumulated: {result['window_losses'][-1]:.4f}), validation loss "
+              f"{result['micro_batch_val_loss']:.4f}")
     print(f"prompt: {result['prompt']!r}\n  before: {result['sample_before']!r}\n"
           f"  after:  {result['sample_after']!r}")
     if args.out:

@@ -146,11 +146,18 @@ def complete(model, tokenizer, prompt: str, length: int = 40, seed: int = 0) -> 
 
 def finetune(*, micro_batch=1, accumulation_steps=16, updates=30, lr=None, lora_rank=0,
              lora_alpha=None, checkpointing=False, normalization="tokens", seed=0,
-             device="cpu", dtype=np.float32, checkpoint=None, on_update=None):
+             device="cpu", dtype=np.float32, checkpoint=None, compare_micro_batch=False,
+             on_update=None):
     """Fine-tune the pre-trained GPT (the shipped checkpoint unless ``checkpoint``
     names another) and return a dict: window losses, validation loss per
     completion token before and after, trainable parameter count, a sample
-    completion before and after, seconds, and the model."""
+    completion before and after, seconds, and the model.
+
+    ``compare_micro_batch`` also trains a second copy on the same pairs with
+    plain batches of ``micro_batch`` (one update each, ``accumulation_steps``
+    times as many updates) and adds its per-window mean losses and final
+    validation loss (``micro_batch_losses``, ``micro_batch_val_loss``).
+    """
     from .pretrain import load_gpt  # noqa: PLC0415
     model, tokenizer, _ = load_gpt(checkpoint, device=device, dtype=dtype)
     _, train, val = sft_pairs(tokenizer)
@@ -158,6 +165,33 @@ def finetune(*, micro_batch=1, accumulation_steps=16, updates=30, lr=None, lora_
     prompt = tokenizer.decode(val[0][0])
     before = {"val_loss": evaluate_pairs(model, val, device=device),
               "sample": complete(model, tokenizer, prompt)}
+    windows = sft_windows(train, micro_batch=micro_batch, accumulation_steps=accumulation_steps,
+                          updates=updates, seed=seed)
+    start = time.perf_counter()
+    losses = _train(model, windows, accumulation_steps, lr, lora_rank, lora_alpha,
+                    checkpointing, normalization, seed, device, on_update)
+    result = {"model": model, "tokenizer": tokenizer, "window_losses": losses,
+              "val_loss_before": before["val_loss"],
+              "val_loss_after": evaluate_pairs(model, val, device=device),
+              "sample_before": before["sample"],
+              "sample_after": complete(model, tokenizer, prompt), "prompt": prompt,
+              "trainable_parameters": sum(p.size for p in model.parameters()
+                                          if p.requires_grad),
+              "parameters": model.num_parameters(), "seconds": time.perf_counter() - start}
+    if compare_micro_batch:
+        plain, _, _ = load_gpt(checkpoint, device=device, dtype=dtype)
+        per_update = [(m, [m]) for _, micro in windows for m in micro]   # one update each
+        plain_losses = _train(plain, per_update, 1, lr, lora_rank, lora_alpha, checkpointing,
+                              normalization, seed, device, None)
+        result["micro_batch_losses"] = np.mean(
+            np.reshape(plain_losses, (updates, accumulation_steps)), axis=1).tolist()
+        result["micro_batch_val_loss"] = evaluate_pairs(plain, val, device=device)
+    return result
+
+
+def _train(model, windows, accumulation_steps, lr, lora_rank, lora_alpha, checkpointing,
+           normalization, seed, device, on_update):
+    """AdamW through a GradientAccumulator over ``windows``; the window losses."""
     minigrad.manual_seed(seed)
     if lora_rank:
         nn.apply_lora(model, lora_rank, lora_alpha or 2.0 * lora_rank,
@@ -166,9 +200,7 @@ def finetune(*, micro_batch=1, accumulation_steps=16, updates=30, lr=None, lora_
     trainable = [p for p in model.parameters() if p.requires_grad]
     lr = lr or (3e-3 if lora_rank else 3e-4)
     accumulator = optim.GradientAccumulator(optim.AdamW(trainable, lr=lr), accumulation_steps)
-    windows = sft_windows(train, micro_batch=micro_batch, accumulation_steps=accumulation_steps,
-                          updates=updates, seed=seed)
-    loss_fn, losses, start = sft_loss(device), [], time.perf_counter()
+    loss_fn, losses = sft_loss(device), []
     for update, (_, micro_batches) in enumerate(windows):
         for batch in micro_batches:
             loss, tokens = loss_fn(model, batch)
@@ -177,9 +209,4 @@ def finetune(*, micro_batch=1, accumulation_steps=16, updates=30, lr=None, lora_
         losses.append(float(accumulator.window_loss))
         if on_update is not None:
             on_update(update, losses[-1])
-    return {"model": model, "tokenizer": tokenizer, "window_losses": losses,
-            "val_loss_before": before["val_loss"],
-            "val_loss_after": evaluate_pairs(model, val, device=device),
-            "sample_before": before["sample"], "sample_after": complete(model, tokenizer, prompt),
-            "prompt": prompt, "trainable_parameters": sum(p.size for p in trainable),
-            "parameters": model.num_parameters(), "seconds": time.perf_counter() - start}
+    return losses

@@ -7,6 +7,8 @@ from importlib import resources
 import numpy as np
 import pytest
 
+import minigrad
+
 from minigrad.cli import main
 from minigrad.experiments.pretrain import (CHECKPOINT, RECORD, evaluate, load_gpt, pretrain,
                                            sample, shakespeare_splits)
@@ -54,9 +56,11 @@ def test_pretrain_and_finetune_commands(tmp_path, capsys):
     adapter = tmp_path / "adapter.npz"
     assert main(["finetune", "--micro-batch", "1", "--accumulation-steps", "2", "--updates",
                  "1", "--lora-rank", "2", "--checkpointing", "--no-progress",
-                 "--out", str(adapter)]) == 0
+                 "--compare-micro-batch", "--out", str(adapter)]) == 0
     text = capsys.readouterr().out
     assert "LoRA rank 2" in text and "window loss" in text and "the adapters alone" in text
+    assert "plain batch 1 (2 updates)" in text
+    assert all(".lora_" in name for name in minigrad.load(adapter))
     with pytest.raises(SystemExit):
         main(["finetune", "--micro-batch", "0"])
     with pytest.raises(SystemExit):
