@@ -210,3 +210,4 @@ def _train(model, windows, accumulation_steps, lr, lora_rank, lora_alpha, checkp
         if on_update is not None:
             on_update(update, losses[-1])
     return losses
+
