@@ -10,6 +10,15 @@ turn, repeat after repeat, in CPU time (benchmarks/common.py).  Reported: the
 time per step, the ratio minigrad / PyTorch (the goal is <= 1.3) and tokens
 per second.
 
+A second table measures memory: the peak bytes of one window of 16
+prompt/completion pairs (padded to the context, 64 tokens) on the shipped
+pre-trained GPT, as one batch of 16 and as micro-batch 1 × 16, with and
+without checkpointing every block (:func:`minigrad.memory.peak`, on top of
+the parameters; the gradients are part of it), beside the memory planner's
+activations (Korthikanti et al.'s formula in float32,
+:func:`minigrad.memory_planner.transformer_activation_bytes`) plus the
+gradients.
+
 Run:  python benchmarks/bench_gpt.py [--quick]
 """
 from __future__ import annotations
@@ -134,6 +143,51 @@ def bench(config, batch, repeats):
     return times
 
 
+def memory_table():
+    """Peak MiB of one window of 16 pairs: batch 16 vs 1 x 16, checkpointing off/on,
+    measured and planned; returns the rows as dicts."""
+    from minigrad.experiments.finetune import sft_loss, sft_pairs, sft_windows  # noqa: PLC0415
+    from minigrad.experiments.pretrain import load_gpt  # noqa: PLC0415
+    from minigrad.memory import peak  # noqa: PLC0415
+    from minigrad.memory_planner import transformer_activation_bytes  # noqa: PLC0415
+    model, tokenizer, _ = load_gpt()
+    c = model.config
+    _, train, _ = sft_pairs(tokenizer)
+    full, micro = sft_windows(train, updates=1)[0]
+    loss_fn, grads = sft_loss("cpu"), sum(4 * p.size for p in model.parameters())
+    rows = []
+    for checkpointing in (False, True):
+        model.gradient_checkpointing = checkpointing
+        for name, batches in (("batch 16", [full]), ("1 x 16", micro)):
+            model.zero_grad()
+            with peak() as m:
+                for x, y in batches:
+                    loss, _ = loss_fn(model, _padded(x, y, c.block_size))
+                    loss.backward()
+            planned = grads + transformer_activation_bytes(
+                c.block_size, c.n_embd, c.n_layer, c.n_head, micro_batch=len(batches[0][0]),
+                activation_bytes=4, checkpointing=checkpointing)
+            rows.append({"window": name, "checkpointing": "on" if checkpointing else "off",
+                         "measured_mib": m.peak_bytes / 2 ** 20,
+                         "planned_mib": planned / 2 ** 20,
+                         "planned_over_measured": planned / m.peak_bytes})
+    common.print_table(
+        "GPT fine-tuning window of 16 pairs (context 64), float32: peak memory on top of "
+        "the parameters",
+        ["window", "checkpointing", "measured MiB", "planner MiB", "planner / measured"],
+        [[r["window"], r["checkpointing"], r["measured_mib"], r["planned_mib"],
+          r["planned_over_measured"]] for r in rows])
+    return rows
+
+
+def _padded(x, y, length):
+    """Inputs and targets padded on the right to ``length`` positions."""
+    xx = np.zeros((len(x), length), dtype=np.int64)
+    yy = np.full((len(x), length), -100, dtype=np.int64)
+    xx[:, :x.shape[1]], yy[:, :y.shape[1]] = x, y
+    return xx, yy
+
+
 def run(quick: bool = False) -> dict:
     """Time the step, print the table, return the numbers (``ok``: ratio <= goal)."""
     try:
@@ -156,7 +210,8 @@ def run(quick: bool = False) -> dict:
         ["framework", "CPU ms / step", "tokens / s", "time / PyTorch"],
         [[name, 1e3 * t, tokens / t, t / times["pytorch"]] for name, t in times.items()])
     print(f"minigrad / PyTorch = {ratio:.2f} (goal <= {GOAL})")
-    return {"minigrad_s": times["minigrad"], "pytorch_s": times["pytorch"],
+    memory = memory_table()
+    return {"memory": memory, "minigrad_s": times["minigrad"], "pytorch_s": times["pytorch"],
             "tokens_per_s": {k: tokens / t for k, t in times.items()},
             "ratio_vs_pytorch": {"ratio": ratio, "floor": GOAL, "ok": ratio <= GOAL}}
 
