@@ -75,6 +75,8 @@ def add_gpt_parsers(commands, number_types, add_device_and_dtype) -> None:
                    help="also fine-tune a copy with plain batches of B (no accumulation, K "
                         "times the updates) and report its loss per window and final "
                         "validation loss, e.g. --micro-batch 1 --accumulation-steps 16")
+    f.add_argument("--plot", metavar="PATH",
+                   help="save the loss curve(s) to PATH (.png, .svg, .pdf; needs matplotlib)")
     f.add_argument("--seed", type=non_negative_int, default=0,
                    help="seed of the data order and the adapters (default: 0)")
     f.add_argument("--out", metavar="PATH", default=None,
@@ -165,6 +167,9 @@ def run_finetune(args, progress) -> int:
               f"{result['micro_batch_val_loss']:.4f}")
     print(f"prompt: {result['prompt']!r}\n  before: {result['sample_before']!r}\n"
           f"  after:  {result['sample_after']!r}")
+    if args.plot:
+        _plot_finetune(result, args)
+        print(f"wrote {args.plot}")
     if args.out:
         import minigrad  # noqa: PLC0415
         from .nn import lora_state_dict  # noqa: PLC0415
@@ -174,3 +179,23 @@ def run_finetune(args, progress) -> int:
               + (" (the adapters alone)" if args.lora_rank else ""))
     print(f"done in {result['seconds']:.1f} s")
     return 0
+
+
+def _plot_finetune(result, args) -> None:
+    """The window losses (and the plain micro-batch run's per-window means)."""
+    import matplotlib  # noqa: PLC0415
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    updates = range(1, len(result["window_losses"]) + 1)
+    ax.plot(updates, result["window_losses"],
+            label=f"{args.accumulation_steps} x {args.micro_batch} accumulated")
+    if "micro_batch_losses" in result:
+        ax.plot(updates, result["micro_batch_losses"], "--",
+                label=f"batch {args.micro_batch}, mean of each {args.accumulation_steps} updates")
+    ax.set_xlabel("window")
+    ax.set_ylabel("loss per completion token")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(args.plot)
+    plt.close(fig)

@@ -56,10 +56,11 @@ def test_pretrain_and_finetune_commands(tmp_path, capsys):
     adapter = tmp_path / "adapter.npz"
     assert main(["finetune", "--micro-batch", "1", "--accumulation-steps", "2", "--updates",
                  "1", "--lora-rank", "2", "--checkpointing", "--no-progress",
-                 "--compare-micro-batch", "--out", str(adapter)]) == 0
+                 "--compare-micro-batch", "--plot", str(tmp_path / "curve.png"),
+                 "--out", str(adapter)]) == 0
     text = capsys.readouterr().out
     assert "LoRA rank 2" in text and "window loss" in text and "the adapters alone" in text
-    assert "plain batch 1 (2 updates)" in text
+    assert "plain batch 1 (2 updates)" in text and (tmp_path / "curve.png").stat().st_size > 0
     assert all(".lora_" in name for name in minigrad.load(adapter))
     with pytest.raises(SystemExit):
         main(["finetune", "--micro-batch", "0"])
