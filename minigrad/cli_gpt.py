@@ -162,7 +162,7 @@ def run_finetune(args, progress) -> int:
           f"{result['val_loss_after']:.4f} after")
     if "micro_batch_losses" in result:
         print(f"plain batch {args.micro_batch} ({args.updates * args.accumulation_steps} "
-              f"updates): last window's mean loss {result['micro_batch_losses'][-1]:.4f} "
+              f"updates): last window's loss {result['micro_batch_losses'][-1]:.4f} "
               f"(accumulated: {result['window_losses'][-1]:.4f}), validation loss "
               f"{result['micro_batch_val_loss']:.4f}")
     print(f"prompt: {result['prompt']!r}\n  before: {result['sample_before']!r}\n"
@@ -192,7 +192,8 @@ def _plot_finetune(result, args) -> None:
             label=f"{args.accumulation_steps} x {args.micro_batch} accumulated")
     if "micro_batch_losses" in result:
         ax.plot(updates, result["micro_batch_losses"], "--",
-                label=f"batch {args.micro_batch}, mean of each {args.accumulation_steps} updates")
+                label=f"batch {args.micro_batch}, over the same {args.accumulation_steps} x "
+                      f"{args.micro_batch} pairs")
     ax.set_xlabel("window")
     ax.set_ylabel("loss per completion token")
     ax.legend()

@@ -155,7 +155,8 @@ def finetune(*, micro_batch=1, accumulation_steps=16, updates=30, lr=None, lora_
 
     ``compare_micro_batch`` also trains a second copy on the same pairs with
     plain batches of ``micro_batch`` (one update each, ``accumulation_steps``
-    times as many updates) and adds its per-window mean losses and final
+    times as many updates) and adds its losses averaged over the pairs of each
+    window, weighted by completion tokens as a window's loss is, and its final
     validation loss (``micro_batch_losses``, ``micro_batch_val_loss``).
     """
     from .pretrain import load_gpt  # noqa: PLC0415
@@ -168,8 +169,8 @@ def finetune(*, micro_batch=1, accumulation_steps=16, updates=30, lr=None, lora_
     windows = sft_windows(train, micro_batch=micro_batch, accumulation_steps=accumulation_steps,
                           updates=updates, seed=seed)
     start = time.perf_counter()
-    losses = _train(model, windows, accumulation_steps, lr, lora_rank, lora_alpha,
-                    checkpointing, normalization, seed, device, on_update)
+    losses, _ = _train(model, windows, accumulation_steps, lr, lora_rank, lora_alpha,
+                       checkpointing, normalization, seed, device, on_update)
     result = {"model": model, "tokenizer": tokenizer, "window_losses": losses,
               "val_loss_before": before["val_loss"],
               "val_loss_after": evaluate_pairs(model, val, device=device),
@@ -181,17 +182,19 @@ def finetune(*, micro_batch=1, accumulation_steps=16, updates=30, lr=None, lora_
     if compare_micro_batch:
         plain, _, _ = load_gpt(checkpoint, device=device, dtype=dtype)
         per_update = [(m, [m]) for _, micro in windows for m in micro]   # one update each
-        plain_losses = _train(plain, per_update, 1, lr, lora_rank, lora_alpha, checkpointing,
-                              normalization, seed, device, None)
-        result["micro_batch_losses"] = np.mean(
-            np.reshape(plain_losses, (updates, accumulation_steps)), axis=1).tolist()
+        plain_losses, tokens = _train(plain, per_update, 1, lr, lora_rank, lora_alpha,
+                                      checkpointing, normalization, seed, device, None)
+        shape = (updates, accumulation_steps)      # token-weighted, as a window's loss is
+        weighted = np.reshape(np.multiply(plain_losses, tokens), shape).sum(axis=1)
+        result["micro_batch_losses"] = (weighted / np.reshape(tokens, shape).sum(axis=1)).tolist()
         result["micro_batch_val_loss"] = evaluate_pairs(plain, val, device=device)
     return result
 
 
 def _train(model, windows, accumulation_steps, lr, lora_rank, lora_alpha, checkpointing,
            normalization, seed, device, on_update):
-    """AdamW through a GradientAccumulator over ``windows``; the window losses."""
+    """AdamW through a GradientAccumulator over ``windows``; the window losses and
+    the completion tokens of each window."""
     minigrad.manual_seed(seed)
     if lora_rank:
         nn.apply_lora(model, lora_rank, lora_alpha or 2.0 * lora_rank,
@@ -200,14 +203,16 @@ def _train(model, windows, accumulation_steps, lr, lora_rank, lora_alpha, checkp
     trainable = [p for p in model.parameters() if p.requires_grad]
     lr = lr or (3e-3 if lora_rank else 3e-4)
     accumulator = optim.GradientAccumulator(optim.AdamW(trainable, lr=lr), accumulation_steps)
-    loss_fn, losses = sft_loss(device), []
+    loss_fn, losses, counts = sft_loss(device), [], []
     for update, (_, micro_batches) in enumerate(windows):
+        counts.append(0)
         for batch in micro_batches:
             loss, tokens = loss_fn(model, batch)
             accumulator.backward(loss, num_items=tokens if normalization == "tokens" else None)
             accumulator.step()
+            counts[-1] += tokens
         losses.append(float(accumulator.window_loss))
         if on_update is not None:
             on_update(update, losses[-1])
-    return losses
+    return losses, counts
 
