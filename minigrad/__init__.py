@@ -9,6 +9,7 @@ from .creation import (abs, arange, broadcast_to, cat, clip, concatenate, exp, l
                        log_softmax, matmul, maximum, mean, minimum, ones, ones_like, rand,
                        randn, relu, reshape, sigmoid, softmax, sqrt, squeeze, stack, sum,
                        tanh, tensor, transpose, unsqueeze, where, zeros, zeros_like)
+from .functions.attention import masked_fill, tril, triu
 from .gradcheck import GradcheckError, gradcheck
 from .random import manual_seed
 from .serialization import CheckpointError, load, save
@@ -17,6 +18,7 @@ from .tensor import (Tensor, bool_, float16, float32, float64, get_default_dtype
 
 # Last: these build on everything above.
 from . import data, nn, optim  # noqa: E402
+from . import models  # noqa: E402
 from . import linalg  # noqa: E402
 from . import distributed  # noqa: E402  (data parallelism; mpi4py is loaded by init() only)
 

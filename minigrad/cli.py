@@ -94,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "on real data. Run 'minigrad verify' or 'minigrad train --help'.")
     parser.add_argument("--version", action="version", version=f"minigrad {__version__}")
     # not required: without a command main() prints the usage (exit status 2)
-    commands = parser.add_subparsers(dest="command", metavar="{verify,train,plan}",
+    commands = parser.add_subparsers(dest="command",
+                                     metavar="{verify,train,plan,pretrain,finetune}",
                                      parser_class=_Parser)
 
     verify = commands.add_parser(
@@ -158,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.set_defaults(command_parser=train)
     from .cli_plan import add_plan_parser  # noqa: PLC0415 (the plan command lives there)
     add_plan_parser(commands)
+    from .cli_gpt import add_gpt_parsers  # noqa: PLC0415 (pretrain and finetune live there)
+    add_gpt_parsers(commands, (_positive_int, _non_negative_int, _positive_float),
+                    _add_device_and_dtype)
     return parser
 
 
@@ -357,6 +361,10 @@ def main(argv=None) -> int:
         try:
             if args.command == "verify":
                 return run_verify(args)
+            if args.command in ("pretrain", "finetune"):
+                from . import cli_gpt  # noqa: PLC0415
+                run = cli_gpt.run_pretrain if args.command == "pretrain" else cli_gpt.run_finetune
+                return run(args, _progress)
             return run_train(args)
         except NotImplementedError as e:
             return _exercise_missing(args.command, e)

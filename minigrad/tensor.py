@@ -513,6 +513,16 @@ class Tensor:
     def log_softmax(self, axis=-1):
         return SM.LogSoftmax(axis)(self)
 
+    # attention's masks (minigrad.functions.attention)
+    def masked_fill(self, mask, value):
+        return _attention().masked_fill(self, mask, value)
+
+    def tril(self, diagonal=0):
+        return _attention().tril(self, diagonal)
+
+    def triu(self, diagonal=0):
+        return _attention().triu(self, diagonal)
+
     # --------------------------------------------------------------- in place
     # PyTorch's in-place operators and methods; see minigrad.inplace for the
     # rules (no_grad updates, the leaf error, the version counter).
@@ -556,6 +566,12 @@ class Tensor:
 
     def __setitem__(self, index, value):
         inplace.setitem(self, _index_arrays(index), value)
+
+
+def _attention():
+    """minigrad.functions.attention (imported on first use: it builds on Tensor)."""
+    from .functions import attention  # noqa: PLC0415
+    return attention
 
 
 def _check_grad(tensor, grad) -> None:

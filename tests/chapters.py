@@ -66,6 +66,9 @@ PATHS = {
     "tests/experiments/test_precision.py": 12,
     "tests/test_memory_plan.py": 12,
     "tests/exercises/test_ch12.py": 12,
+    "tests/exercises/test_ch13.py": 13,
+    "tests/functions/test_attention.py": 13,
+    "tests/models/": 13,
 }
 
 # Tests parametrized by a chapter's file (the docs run each chapter's code
@@ -132,8 +135,8 @@ TESTS = {
     "tests/test_backend.py::test_cuda_without_a_gpu_is_a_clear_error": 9,  # 9.1
     "tests/test_cli.py::test_train_one_tiny_epoch": 4,  # 2.9
     "tests/test_cli.py::test_train_writes_a_plot_with_the_full_batch_curve": 8,  # 8.1
-    "tests/test_cli.py::test_verify_plots": 8,
-    "tests/test_cli.py::test_verify_quick_json": 8,  # 2.9, 3.9, 4.3, 6.3, 8.1
+    "tests/test_cli.py::test_verify_plots": 13,  # 13.1-13.4 (the GPT rows)
+    "tests/test_cli.py::test_verify_quick_json": 13,  # 2.9, 3.9, 4.3, 6.3, 8.1, 13.1-13.4
     "tests/test_memory.py::test_peak_on_cuda_without_gpu_raises": 9,  # 9.1
     "tests/docs/test_chapters.py::test_python_blocks_run_and_show_their_numbers"
     "[chapters/01_autograd.md]": 4,  # 4.1: backward adds into .grad

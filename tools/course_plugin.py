@@ -142,7 +142,7 @@ def pytest_ignore_collect(collection_path, config):
 def _selected_chapters(text):
     try:
         return {exercises.chapter_of(i) for i in
-                exercises.parse_selection(text, {f"{c}.1" for c in range(0, 13)})}
+                exercises.parse_selection(text, {f"{c}.1" for c in range(0, 14)})}
     except ValueError as e:
         raise pytest.UsageError(f"--chapter / CHAPTER: {e}") from None
 

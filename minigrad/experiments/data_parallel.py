@@ -20,6 +20,9 @@ rows, in float64 on the 8x8 digits:
   differs (W > 1); SyncBatchNorm with k = 2 is still ghost-batch (differs)
   but its merged running statistics equal the full batch's.
 
+The GPT fine-tuning window split over ranks runs on its own
+(:mod:`minigrad.experiments.sft_data_parallel`).
+
 And a measurement: the time of one buffer all-reduce of the packed
 gradients against one pickled ``allreduce`` per parameter.
 """

@@ -17,6 +17,7 @@ from .char_lm import case_char_lm
 from .class_weights import case_weighted_cross_entropy
 from .cnn_mnist import case_cnn_mnist
 from .exact_batchnorm import case_batchnorm_exact
+from .finetune import case_sft
 from .common import DIFFERS, DIFFERS_THRESHOLD, EQUAL, CaseResult, equal_tolerance
 from .mlp_digits import case_mlp_digits
 from .norm_layers import case_batchnorm, case_dropout, case_merged_running_stats, case_norm_layer
@@ -42,6 +43,7 @@ def verification_cases(quick: bool = False) -> list[Case]:
     u = 3 if quick else 20        # MLP updates
     u_lm = 2 if quick else 10     # language-model updates
     u_cnn = 2 if quick else 5     # CNN updates
+    u_gpt = 2 if quick else 20    # GPT fine-tuning updates (micro-batch 1 x 16)
     eq, diff = EQUAL, DIFFERS
     mlp = case_mlp_digits
     return [
@@ -79,6 +81,12 @@ def verification_cases(quick: bool = False) -> list[Case]:
              dict(weighting="weight-sum", updates=u)),
         Case("weighted CE 32=8x4, mean of micro-batch means", diff,
              case_weighted_cross_entropy, dict(weighting="micro-batch-mean", updates=u)),
+        Case("gpt sft 16=16x1, completion tokens", eq, case_sft,
+             dict(normalization="tokens", updates=u_gpt)),
+        Case("gpt sft 16=16x1, micro-batch mean (2024 bug)", diff, case_sft,
+             dict(normalization="micro-batch-mean", updates=u_gpt)),
+        Case("gpt sft LoRA r=2, completion tokens", eq, case_sft,
+             dict(normalization="tokens", lora_rank=2, updates=u_gpt)),
     ]
 
 

@@ -1,10 +1,13 @@
 """minigrad.nn: Module, Parameter, layers and losses (names as in ``torch.nn``)."""
 from . import functional, init, utils
+from .attention import MultiheadAttention
 from .activation import GELU, ReLU, Sigmoid, Softmax, Tanh
 from .container import Flatten, Identity, ModuleList, Sequential
 from .dropout import Dropout, dropout_context
 from .embedding import Embedding
 from .linear import Linear
+from .lora import (LoRALinear, apply_lora, load_lora_state_dict, lora_layers, lora_state_dict,
+                   merge_and_unload)
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from .module import Module, Parameter
 

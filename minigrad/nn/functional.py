@@ -323,3 +323,4 @@ def binary_cross_entropy(input: Tensor, target, weight=None,  # noqa: A002
 from .conv import conv2d  # noqa: E402  (after the definitions above: no import cycle)
 from .normalization import batch_norm, group_norm, layer_norm  # noqa: E402
 from .pooling import avg_pool2d, max_pool2d  # noqa: E402
+from ..functions.attention import scaled_dot_product_attention  # noqa: E402,F401

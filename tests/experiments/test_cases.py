@@ -242,7 +242,7 @@ def test_a_case_that_raises_becomes_a_failed_row():
 
 def test_suite_lists_every_required_case():
     titles = [c.title for c in verification_cases()]
-    assert len(titles) == len(set(titles)) == 22
+    assert len(titles) == len(set(titles)) == 25
     expected = {c.title: c.expected for c in verification_cases()}
     assert expected["weighted CE 32=8x4, weight sum"] == EQUAL
     assert expected["weighted CE 32=8x4, mean of micro-batch means"] == DIFFERS
@@ -250,6 +250,9 @@ def test_suite_lists_every_required_case():
     assert expected["char-lm, micro-batch mean"] == DIFFERS
     assert expected["BatchNorm train exact (multi-pass)"] == EQUAL
     assert expected["cnn-mnist BatchNorm train exact (multi-pass)"] == EQUAL
+    assert expected["gpt sft 16=16x1, completion tokens"] == EQUAL
+    assert expected["gpt sft 16=16x1, micro-batch mean (2024 bug)"] == DIFFERS
+    assert expected["gpt sft LoRA r=2, completion tokens"] == EQUAL
     assert [c.title for c in verification_cases(quick=True)] == titles
 
 

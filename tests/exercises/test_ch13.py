@@ -1,0 +1,123 @@
+"""Exercises of chapter 13 (fine-tuning a transformer with accumulation)."""
+import numpy as np
+import pytest
+
+import minigrad
+import minigrad.nn as nn
+import minigrad.nn.functional as F
+from minigrad.data.sft import completion_tokens, make_sft_batch
+from minigrad.functions.attention import causal_mask
+
+from .check import assert_close, rng
+
+
+# ------------------------------------------------------------------ 13.1
+@pytest.mark.exercise("13.1")
+def test_attention_forward_three_tokens_by_hand():
+    q = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    k = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
+    v = np.array([[1.0, 0.0], [0.0, 1.0], [5.0, 5.0]])
+    scores = q @ k.T / np.sqrt(2)
+    w = np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)
+    out = F.scaled_dot_product_attention(*(minigrad.tensor(a) for a in (q, k, v)))
+    assert_close(out, w @ v, "attention of 3 tokens",
+                 hints=[((q @ k.T) / (q @ k.T).sum(-1, keepdims=True) @ v,
+                         "the weights are a softmax of the scores, not the scores "
+                         "normalized by their sum"),
+                        (np.exp(q @ k.T) / np.exp(q @ k.T).sum(-1, keepdims=True) @ v,
+                         "the scores are divided by √E = √2 before the softmax")])
+
+
+@pytest.mark.exercise("13.1")
+def test_attention_forward_masks_and_gradients():
+    g = rng(132)
+    q, k, v = g.standard_normal((2, 3, 2)), g.standard_normal((2, 4, 2)), g.standard_normal((2, 4, 3))
+    mask = np.array([[True, False, True, False]] * 3)
+    out = F.scaled_dot_product_attention(*(minigrad.tensor(a) for a in (q, k, v)),
+                                         attn_mask=mask).numpy()
+    s = q @ k.swapaxes(-1, -2) / np.sqrt(2)
+    s = np.where(mask, s, -np.inf)
+    w = np.exp(s - s.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)
+    assert_close(out, w @ v, "attention with a bool mask (False = may not attend)")
+    minigrad.gradcheck(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, attn_mask=mask),
+                       [minigrad.tensor(x, requires_grad=True) for x in (q, k, v)])
+
+
+# ------------------------------------------------------------------ 13.2
+@pytest.mark.exercise("13.2")
+def test_causal_mask_is_the_lower_triangle():
+    mask = causal_mask(3, 3)
+    assert mask.dtype == bool, f"the mask must be bool (True = may attend), got {mask.dtype}"
+    expected = np.array([[1, 0, 0], [1, 1, 0], [1, 1, 1]], bool)
+    assert (mask == expected).all(), \
+        f"causal_mask(3, 3) gave\n{mask.astype(int)}\nexpected\n{expected.astype(int)}: query i " \
+        "sees keys 0 ... i (the diagonal included)" + (
+            "; this is the upper triangle, the future" if (mask == expected.T).all() else "")
+    assert causal_mask(2, 4).shape == (2, 4)
+    assert (causal_mask(2, 4) == np.tril(np.ones((2, 4), bool))).all(), \
+        "for L != S the mask is aligned at the top left (PyTorch's is_causal)"
+
+
+@pytest.mark.exercise("13.2")
+def test_causal_attention_never_looks_ahead():
+    q, k, v = (minigrad.tensor(rng(13).standard_normal((1, 4, 3))) for _ in range(3))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True).numpy()
+    v2 = v.numpy().copy()
+    v2[0, 3] += 100.0                                    # change the last token's value
+    out2 = F.scaled_dot_product_attention(q, k, minigrad.tensor(v2), is_causal=True).numpy()
+    assert_close(out2[0, :3], out[0, :3], "the outputs of positions 0-2 after changing "
+                 "token 3", hints=[])
+
+
+# ------------------------------------------------------------------ 13.3
+@pytest.mark.exercise("13.3")
+def test_lora_forward_adds_the_scaled_low_rank_update():
+    minigrad.set_default_dtype(np.float64)
+    layer = nn.LoRALinear(nn.Linear(4, 3), r=2, lora_alpha=6.0)
+    layer.lora_B.weight.data[...] = rng(133).standard_normal((3, 2))
+    x = rng(134).standard_normal((5, 4))
+    W, b = layer.base_layer.weight.numpy(), layer.base_layer.bias.numpy()
+    A, B = layer.lora_A.weight.numpy(), layer.lora_B.weight.numpy()
+    assert_close(layer(minigrad.tensor(x)), x @ W.T + b + 3.0 * x @ A.T @ B.T,
+                 "LoRALinear(x) with alpha/r = 3",
+                 hints=[(x @ W.T + b + x @ A.T @ B.T, "scale the update by alpha / r = 3"),
+                        (x @ W.T + b, "the adapter's update x Aᵀ Bᵀ is missing")])
+
+
+@pytest.mark.exercise("13.3")
+def test_lora_merge_folds_the_update_into_the_weight():
+    minigrad.set_default_dtype(np.float64)
+    layer = nn.LoRALinear(nn.Linear(4, 3), r=2, lora_alpha=4.0)
+    layer.lora_B.weight.data[...] = rng(135).standard_normal((3, 2))
+    W = layer.base_layer.weight.numpy().copy()
+    A, B = layer.lora_A.weight.numpy(), layer.lora_B.weight.numpy()
+    layer.merge()
+    assert_close(layer.base_layer.weight, W + 2.0 * B @ A, "the merged weight W + (α/r) B A",
+                 hints=[(W + B @ A, "scale B A by α / r = 2")])
+    x = minigrad.tensor(rng(136).standard_normal((2, 4)))
+    layer.unmerge()
+    before = layer(x).numpy()
+    layer.merge()
+    assert_close(layer(x), before, "the merged layer's output (it must equal the unmerged one)")
+
+
+# ------------------------------------------------------------------ 13.4
+@pytest.mark.exercise("13.4")
+def test_only_completion_tokens_are_targets():
+    x, y = make_sft_batch([(np.array([1, 2, 3]), np.array([4, 5]))])
+    assert x.tolist() == [[1, 2, 3, 4]], f"inputs are prompt + completion without the last " \
+                                        f"token: expected [[1, 2, 3, 4]], got {x.tolist()}"
+    assert y.tolist() == [[-100, -100, 4, 5]], \
+        f"targets: expected [[-100, -100, 4, 5]] (position 2 already predicts the first " \
+        f"completion token), got {y.tolist()}"
+
+
+@pytest.mark.exercise("13.4")
+def test_completion_tokens_of_a_padded_window():
+    pairs = [(np.array([1, 2]), np.array([3, 4, 5])), (np.array([6, 7, 8, 9]), np.array([1]))]
+    x, y = make_sft_batch(pairs)
+    assert completion_tokens(y) == 4, \
+        f"2 pairs with completions of 3 and 1 tokens hold 4 completion tokens, got " \
+        f"{completion_tokens(y)} (padding and prompt positions do not count)"
+    assert completion_tokens(make_sft_batch(pairs[:1])[1]) == 3
