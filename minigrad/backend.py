@@ -141,7 +141,7 @@ def as_array(x, dtype=None):
 def scatter_add(target, indices, values) -> None:
     """``target[indices] += values`` where repeated indices add up, in place.
 
-    NumPy's ``np.add.at`` on the CPU; ``cupyx.scatter_add`` on the GPU.  The
+    NumPy's ``np.add.at`` on the CPU; ``cupy.add.at`` on the GPU.  The
     backward of indexing (``t[idx]``) and of :class:`minigrad.nn.Embedding`
     goes through here.
 

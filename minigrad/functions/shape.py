@@ -228,7 +228,7 @@ class GetItem(Function):
 
     Backward scatters the gradient back.  With an advanced index a position
     selected several times receives the sum of its gradients
-    (``backend.scatter_add``: ``numpy.add.at`` / ``cupyx.scatter_add``); a
+    (``backend.scatter_add``: ``numpy.add.at`` / ``cupy.add.at``); a
     basic index selects every position at most once, so an assignment does.
     """
 
