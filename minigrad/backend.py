@@ -93,6 +93,11 @@ def is_cupy_array(x) -> bool:
     return _cupy is not None and isinstance(x, _cupy.ndarray)
 
 
+def is_array(x) -> bool:
+    """True when ``x`` is a NumPy or a CuPy ndarray."""
+    return isinstance(x, np.ndarray) or is_cupy_array(x)
+
+
 def get_array_module(x):
     """numpy or cupy, whichever holds the array ``x`` (numpy for anything else)."""
     if _cupy is not None and isinstance(x, _cupy.ndarray):

@@ -438,8 +438,7 @@ class Tensor:
 
     def norm(self, ord=2, axis=None, keepdims=False):  # noqa: A002 (NumPy's name)
         """The vector norm; see :func:`minigrad.linalg.vector_norm`."""
-        from .linalg import vector_norm  # noqa: PLC0415 (linalg imports this module)
-        return vector_norm(self, ord, axis, keepdims)
+        return L.VectorNorm(L.check_ord(ord), axis, keepdims)(self)
 
     def argmax(self, axis=None):
         if axis is not None:
