@@ -38,6 +38,7 @@ import sys
 import numpy as np
 
 from . import backend, versions
+from .backend import check_same_device  # noqa: F401 (every Function's inputs pass it)
 from .grad_mode import (_state, enable_grad, is_grad_enabled, is_recomputing,  # noqa: F401
                         no_grad, recomputing, set_grad_enabled)
 
@@ -181,19 +182,6 @@ class Function:
         return f"<{type(self).__name__}>"
 
 
-def check_same_device(name, tensors):
-    """Raise RuntimeError naming ``name`` when ``tensors`` live on different
-    devices (every Function's inputs and every comparison's operands pass
-    here).  Free when CuPy was never imported: everything is on the CPU."""
-    if backend._cupy is None:
-        return
-    devices = {t.device for t in tensors}
-    if len(devices) > 1:
-        shown = ", ".join(f"{t.device} (shape {t.shape})" for t in tensors)
-        raise RuntimeError(f"{name}: tensors are on different devices: {shown}; "
-                           "move them to one device with .to(device)")
-
-
 # ----------------------------------------------------------------------------
 # The backward driver
 # ----------------------------------------------------------------------------
@@ -272,34 +260,11 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
         ValueError: ``grad`` is missing for a non-scalar output, or its shape
             does not match.
     """
-    Tensor = _Tensor
-    if not tensor._requires_grad:
-        raise RuntimeError("backward: this tensor does not require grad and has no "
-                           "graph (was it computed under no_grad(), or from inputs "
-                           "with requires_grad=False?)")
-    xp = tensor._xp
-    if grad is None:
-        if tensor.data.size != 1:
-            raise ValueError(f"backward: grad can be implicitly created only for a tensor "
-                             f"with one element, got shape {tensor.shape}; pass "
-                             f"grad= of that shape")
-        # ones_like for one element, without NumPy's Python-level wrapper
-        grad_array = xp.array(1, dtype=tensor._data.dtype).reshape(tensor._data.shape)
-    else:
-        grad_array = grad.data if isinstance(grad, Tensor) else xp.asarray(grad)
-        if grad_array.shape != tensor.shape:
-            raise ValueError(f"backward: grad has shape {tuple(grad_array.shape)} but the "
-                             f"tensor has shape {tensor.shape}; they must match")
-        grad_array = grad_array.astype(tensor.dtype, copy=False)
-
+    grad_array = _initial_gradient(tensor, grad)      # checked; 1 for one element
     root = tensor._creator
     if root is None:                     # a leaf: its gradient is grad itself
         _accumulate_leaf(tensor, grad_array, owned=False)
         return
-    if root._released:
-        raise RuntimeError("backward: trying to backward through the graph a second "
-                           "time; its saved arrays were freed by the first backward. "
-                           "Pass retain_graph=True to the first call if you need to.")
 
     order, leaves = _topological_order(root)
     grads = {root: [None] * root.num_outputs}     # Function -> its outputs' gradients
@@ -314,6 +279,35 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
                 fn.release()
         else:                             # no gradient flows into this Function,
             _count_down_leaves(fn, leaves)    # but its leaves' uses are over
+
+
+def _initial_gradient(tensor, grad):
+    """The array backward starts from: ``grad`` (a Tensor, array or number) as an
+    array of the tensor's shape and dtype, or 1 for a one-element tensor.
+    Raises when the tensor has no graph, was freed, or ``grad`` does not fit."""
+    if not tensor._requires_grad:
+        raise RuntimeError("backward: this tensor does not require grad and has no "
+                           "graph (was it computed under no_grad(), or from inputs "
+                           "with requires_grad=False?)")
+    xp = tensor._xp
+    if grad is None:
+        if tensor.data.size != 1:
+            raise ValueError(f"backward: grad can be implicitly created only for a tensor "
+                             f"with one element, got shape {tensor.shape}; pass "
+                             f"grad= of that shape")
+        # ones_like for one element, without NumPy's Python-level wrapper
+        grad_array = xp.array(1, dtype=tensor._data.dtype).reshape(tensor._data.shape)
+    else:
+        grad_array = grad.data if isinstance(grad, _Tensor) else xp.asarray(grad)
+        if grad_array.shape != tensor.shape:
+            raise ValueError(f"backward: grad has shape {tuple(grad_array.shape)} but the "
+                             f"tensor has shape {tensor.shape}; they must match")
+        grad_array = grad_array.astype(tensor.dtype, copy=False)
+    if tensor._creator is not None and tensor._creator._released:
+        raise RuntimeError("backward: trying to backward through the graph a second "
+                           "time; its saved arrays were freed by the first backward. "
+                           "Pass retain_graph=True to the first call if you need to.")
+    return grad_array
 
 
 def _send_gradients(fn, grad_outputs, grads, leaves) -> None:

@@ -225,3 +225,16 @@ def gpu_peak_hook():
                 self.peak_used = used
 
     return _PeakHook()
+
+
+def check_same_device(name, tensors):
+    """Raise RuntimeError naming ``name`` when ``tensors`` live on different
+    devices (every Function's inputs and every comparison's operands pass
+    here).  Free when CuPy was never imported: everything is on the CPU."""
+    if _cupy is None:
+        return
+    devices = {t.device for t in tensors}
+    if len(devices) > 1:
+        shown = ", ".join(f"{t.device} (shape {t.shape})" for t in tensors)
+        raise RuntimeError(f"{name}: tensors are on different devices: {shown}; "
+                           "move them to one device with .to(device)")

@@ -231,6 +231,7 @@ class GradientAccumulator:
         """The end of every micro-batch's backward (the pipeline stages' too):
         count n_j and n_j L_j, or mark the window non-finite."""
         window = self.window
+        # BEGIN SOLUTION ch04.3
         if weight != 0:                         # no items: nothing to add
             if not math.isfinite(value):
                 window.nonfinite = True
@@ -239,6 +240,7 @@ class GradientAccumulator:
             window.loss_sum += weight * value
         window.mode = mode
         window.item_total += weight
+        # END SOLUTION
         window.awaiting_step = True
 
     def step(self) -> bool:
