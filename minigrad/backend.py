@@ -93,6 +93,10 @@ def is_cupy_array(x) -> bool:
     return _cupy is not None and isinstance(x, _cupy.ndarray)
 
 
+# The dtypes of minigrad's fused GPU kernels (optimizer updates, GELU, losses).
+FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def is_array(x) -> bool:
     """True when ``x`` is a NumPy or a CuPy ndarray."""
     return isinstance(x, np.ndarray) or is_cupy_array(x)

@@ -166,7 +166,7 @@ def _encode(value, path, arrays):
         return int(value)
     if isinstance(value, float):
         return float(value)
-    if isinstance(value, np.ndarray) or backend.is_cupy_array(value):
+    if backend.is_array(value):
         array = backend.asnumpy(value)
         if array.dtype.hasobject or array.dtype.kind == "V":
             raise TypeError(f"save: the array at {_where(path)} has dtype {array.dtype}; "
