@@ -1,4 +1,4 @@
-"""Reverse-mode automatic differentiation: Function, grad mode and the backward driver.
+"""Reverse-mode automatic differentiation: Function and the backward driver.
 
 How a graph is recorded
 -----------------------
@@ -33,154 +33,14 @@ the graph is kept and a second pass adds exactly the same gradients again
 """
 from __future__ import annotations
 
-import contextlib
-import functools
-import inspect
 import sys
-import threading
-import weakref
 
 import numpy as np
 
-from . import backend
-
-# ----------------------------------------------------------------------------
-# Grad mode
-# ----------------------------------------------------------------------------
-
-class _ThreadState(threading.local):
-    """Grad mode and the recomputation flag, separate for every thread."""
-
-    enabled = True          # class attributes: the defaults each thread starts with
-    recomputing = False
-
-
-_state = _ThreadState()
-
-
-def is_grad_enabled() -> bool:
-    """True when operations record a graph for backward (the default)."""
-    return _state.enabled
-
-
-class set_grad_enabled:
-    """Switch graph recording on or off for this thread, at once; as PyTorch's,
-    also a context manager that restores the previous mode on exit::
-
-        minigrad.set_grad_enabled(False)          # off from here on
-        with minigrad.set_grad_enabled(False):    # off inside the block only
-            ...
-    """
-
-    def __init__(self, mode: bool):
-        self.previous = _state.enabled
-        _state.enabled = bool(mode)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        _state.enabled = self.previous
-        return False
-
-
-class _GradMode(contextlib.ContextDecorator):
-    """Context manager *and* decorator that sets grad mode and restores it on exit.
-
-    A decorated generator function runs under the mode each time it resumes
-    and gives the caller its own mode back at every ``yield`` (as PyTorch's
-    decorators do); a plain ContextDecorator would leave the mode as soon as
-    the call returns the generator, before the body has run at all.
-    """
-
-    def __init__(self, mode: bool):
-        self.mode = mode
-        # The modes to restore: a stack (one instance can be nested or
-        # re-entered) per thread, since a decorated function may run in several
-        # threads at once and each must get back its own mode.
-        self._local = threading.local()
-
-    def __enter__(self):
-        stack = getattr(self._local, "saved", None)
-        if stack is None:
-            stack = self._local.saved = []
-        stack.append(is_grad_enabled())
-        _state.enabled = bool(self.mode)
-        return self
-
-    def __exit__(self, *exc):
-        _state.enabled = self._local.saved.pop()
-        return False
-
-    def __call__(self, func):
-        if not inspect.isgeneratorfunction(func):
-            return super().__call__(func)
-
-        @functools.wraps(func)
-        def generator(*args, **kwargs):
-            gen = func(*args, **kwargs)
-            try:
-                with self:
-                    response = gen.send(None)
-                while True:
-                    try:
-                        request = yield response        # the caller's own mode here
-                    except GeneratorExit:
-                        with self:
-                            gen.close()
-                        raise
-                    except BaseException as exc:        # thrown in: resume with it
-                        with self:
-                            response = gen.throw(exc)
-                    else:
-                        with self:
-                            response = gen.send(request)
-            except StopIteration as stop:
-                return stop.value
-        return generator
-
-
-def no_grad():
-    """Disable graph recording inside a ``with`` block or a decorated function.
-
-    The previous mode is restored on exit, also after an exception, and
-    nested blocks restore correctly.  Grad mode belongs to the thread: one
-    ``no_grad()`` object (a decorated function) used by several threads at
-    once gives each thread back its own mode::
-
-        with minigrad.no_grad():
-            y = model(x)          # y.requires_grad is False
-
-        @minigrad.no_grad()
-        def evaluate(model, x): ...
-    """
-    return _GradMode(False)
-
-
-def is_recomputing() -> bool:
-    """True while :func:`minigrad.checkpoint` re-runs a forward pass during backward.
-
-    Layers with side effects read it: BatchNorm does not update its running
-    statistics a second time, and so on.
-    """
-    return _state.recomputing
-
-
-@contextlib.contextmanager
-def recomputing():
-    """Mark the enclosed forward pass as a recomputation (see :func:`is_recomputing`)."""
-    previous = is_recomputing()
-    _state.recomputing = True
-    try:
-        yield
-    finally:
-        _state.recomputing = previous
-
-
-def enable_grad():
-    """Enable graph recording inside a block (the inverse of :func:`no_grad`)."""
-    return _GradMode(True)
-
+from . import backend, versions
+from .backend import check_same_device  # noqa: F401 (every Function's inputs pass it)
+from .grad_mode import (_state, enable_grad, is_grad_enabled, is_recomputing,  # noqa: F401
+                        no_grad, recomputing, set_grad_enabled)
 
 # ----------------------------------------------------------------------------
 # Function
@@ -292,23 +152,16 @@ class Function:
             record = True in needs
         self.needs_input_grad = needs if record else ()
         outputs = self.forward(*[t._data for t in tensors])
-        if not isinstance(outputs, tuple):          # one output: the common case
-            out = Tensor(outputs, requires_grad=record)
-            if record:
-                self.inputs = tuple([_edge_to(t) for t in tensors])
-                self.num_outputs, self._released = 1, False
-                self._recorded_at = _inplace_counter
-                out._creator = self
-            return out
-        results = tuple(Tensor(out, requires_grad=record) for out in outputs)
-        if record:
+        single = not isinstance(outputs, tuple)     # one output: the common case
+        results = (Tensor(outputs, requires_grad=record),) if single else \
+            tuple([Tensor(out, requires_grad=record) for out in outputs])
+        if record:                                  # the graph: outputs -> self -> inputs
             self.inputs = tuple([_edge_to(t) for t in tensors])
-            self._recorded_at = _inplace_counter
-            self.num_outputs = len(results)
-            self._released = False
+            self.num_outputs, self._released = len(results), False
+            self._recorded_at = versions.counter
             for index, out in enumerate(results):
                 out._creator, out._output_index = self, index
-        return results
+        return results[0] if single else results
 
     def forward(self, *arrays):  # pragma: no cover - abstract
         raise NotImplementedError(f"{type(self).__name__}.forward is not implemented")
@@ -327,19 +180,6 @@ class Function:
 
     def __repr__(self):
         return f"<{type(self).__name__}>"
-
-
-def check_same_device(name, tensors):
-    """Raise RuntimeError naming ``name`` when ``tensors`` live on different
-    devices (every Function's inputs and every comparison's operands pass
-    here).  Free when CuPy was never imported: everything is on the CPU."""
-    if backend._cupy is None:
-        return
-    devices = {t.device for t in tensors}
-    if len(devices) > 1:
-        shown = ", ".join(f"{t.device} (shape {t.shape})" for t in tensors)
-        raise RuntimeError(f"{name}: tensors are on different devices: {shown}; "
-                           "move them to one device with .to(device)")
 
 
 # ----------------------------------------------------------------------------
@@ -420,7 +260,31 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
         ValueError: ``grad`` is missing for a non-scalar output, or its shape
             does not match.
     """
-    Tensor = _Tensor
+    grad_array = _initial_gradient(tensor, grad)      # checked; 1 for one element
+    root = tensor._creator
+    if root is None:                     # a leaf: its gradient is grad itself
+        _accumulate_leaf(tensor, grad_array, owned=False)
+        return
+
+    order, leaves = _topological_order(root)
+    grads = {root: [None] * root.num_outputs}     # Function -> its outputs' gradients
+    grads[root][tensor._output_index] = grad_array
+    for fn in order:
+        if fn in grads:
+            if fn._recorded_at < versions.counter:   # something changed in place since
+                versions.check_saved_arrays(fn)
+            # grads.pop inline: no local name keeps the upstream gradients alive.
+            _send_gradients(fn, grads.pop(fn), grads, leaves)
+            if not retain_graph:
+                fn.release()
+        else:                             # no gradient flows into this Function,
+            _count_down_leaves(fn, leaves)    # but its leaves' uses are over
+
+
+def _initial_gradient(tensor, grad):
+    """The array backward starts from: ``grad`` (a Tensor, array or number) as an
+    array of the tensor's shape and dtype, or 1 for a one-element tensor.
+    Raises when the tensor has no graph, was freed, or ``grad`` does not fit."""
     if not tensor._requires_grad:
         raise RuntimeError("backward: this tensor does not require grad and has no "
                            "graph (was it computed under no_grad(), or from inputs "
@@ -434,115 +298,16 @@ def backward(tensor, grad=None, retain_graph: bool = False) -> None:
         # ones_like for one element, without NumPy's Python-level wrapper
         grad_array = xp.array(1, dtype=tensor._data.dtype).reshape(tensor._data.shape)
     else:
-        grad_array = grad.data if isinstance(grad, Tensor) else xp.asarray(grad)
+        grad_array = grad.data if isinstance(grad, _Tensor) else xp.asarray(grad)
         if grad_array.shape != tensor.shape:
             raise ValueError(f"backward: grad has shape {tuple(grad_array.shape)} but the "
                              f"tensor has shape {tensor.shape}; they must match")
         grad_array = grad_array.astype(tensor.dtype, copy=False)
-
-    root = tensor._creator
-    if root is None:                     # a leaf: its gradient is grad itself
-        _accumulate_leaf(tensor, grad_array, owned=False)
-        return
-    if root._released:
+    if tensor._creator is not None and tensor._creator._released:
         raise RuntimeError("backward: trying to backward through the graph a second "
                            "time; its saved arrays were freed by the first backward. "
                            "Pass retain_graph=True to the first call if you need to.")
-
-    order, leaves = _topological_order(root)
-    grads = {root: [None] * root.num_outputs}     # Function -> its outputs' gradients
-    grads[root][tensor._output_index] = grad_array
-    for fn in order:
-        if fn in grads:
-            if fn._recorded_at < _inplace_counter:   # something changed in place since
-                _check_versions(fn)
-            # grads.pop inline: no local name keeps the upstream gradients alive.
-            _send_gradients(fn, grads.pop(fn), grads, leaves)
-            if not retain_graph:
-                fn.release()
-        else:                             # no gradient flows into this Function,
-            _count_down_leaves(fn, leaves)    # but its leaves' uses are over
-
-
-# The in-place counter.  An in-place operation that overwrites an array
-# stamps the array's memory (its root base) with the next count.  A Function
-# recorded at count r must not read an array stamped after r.
-_inplace_counter = 0
-_array_stamps = {}          # id(root array) -> (weak reference to it, count)
-_prune_at = 1024
-
-
-def bump_version() -> int:
-    """Advance the in-place counter and return its new value."""
-    global _inplace_counter
-    _inplace_counter += 1
-    return _inplace_counter
-
-
-def _root(array):
-    """The array that owns the memory ``array`` views (``array`` itself if none)."""
-    while getattr(array, "base", None) is not None and hasattr(array.base, "dtype"):
-        array = array.base
-    return array
-
-
-def mark_modified(array) -> int:
-    """Stamp the memory of ``array`` as overwritten in place now; returns the count.
-
-    Entries are keyed by ``id`` of the memory's owner.  An id reused by a
-    later array cannot raise a false error: that array was made after the
-    stamp, so every Function that saved it was recorded after the stamp too.
-    Entries of arrays that no longer exist are dropped now and then, and the
-    table keeps at most the newest ``_MAX_STAMPS`` stamps.
-    """
-    global _prune_at
-    count = bump_version()
-    root = _root(array)
-    try:
-        ref = weakref.ref(root)
-    except TypeError:                   # an array type without weak references
-        ref = None
-    _array_stamps[id(root)] = (ref, count)
-    if len(_array_stamps) > _prune_at:
-        for key in [k for k, (r, _) in _array_stamps.items() if r is not None and r() is None]:
-            del _array_stamps[key]
-        if len(_array_stamps) > _MAX_STAMPS:
-            newest = sorted(_array_stamps.items(), key=lambda kv: kv[1][1])[-_MAX_STAMPS // 2:]
-            _array_stamps.clear()
-            _array_stamps.update(newest)
-        _prune_at = max(1024, 2 * len(_array_stamps))
-    return count
-
-
-_MAX_STAMPS = 100_000
-
-
-def _stamp(array) -> int:
-    entry = _array_stamps.get(id(_root(array)))
-    return 0 if entry is None else entry[1]
-
-
-def _saved_arrays(fn):
-    """The arrays ``fn`` keeps for backward (attributes, and inside tuples/lists)."""
-    for value in list(fn.__dict__.values()):
-        for v in (value if isinstance(value, (tuple, list)) else (value,)):
-            if hasattr(v, "dtype") and hasattr(v, "shape") and hasattr(v, "base"):
-                yield v
-
-
-def _check_versions(fn) -> None:
-    """Raise when an array ``fn`` reads in backward was overwritten in place
-    after ``fn`` was recorded.  (An input re-recorded in the graph since is
-    no problem: ``fn`` keeps an :class:`Edge` to the Function that made the
-    value it used, not the tensor.)"""
-    recorded = fn._recorded_at
-    for a in _saved_arrays(fn):
-        if _stamp(a) > recorded:
-            raise RuntimeError(f"backward: one of the variables needed for gradient "
-                               f"computation has been modified by an inplace operation: "
-                               f"an array of shape {list(a.shape)} and dtype {a.dtype} it "
-                               f"saved for {type(fn).__name__}; compute with a copy, or "
-                               "change the tensor in place only after backward")
+    return grad_array
 
 
 def _send_gradients(fn, grad_outputs, grads, leaves) -> None:
@@ -654,11 +419,6 @@ def unbroadcast(grad, shape):
     # (without it, a full sum is a NumPy scalar, not an array).
     return grad.sum(axis=leading + stretched, keepdims=True).reshape(shape)
     # END SOLUTION
-
-
-def errstate(**kwargs):
-    """``np.errstate`` (CuPy follows it too); used around math with expected inf."""
-    return np.errstate(**kwargs)
 
 
 __all__ = ["Function", "backward", "no_grad", "enable_grad", "is_grad_enabled",

@@ -95,6 +95,15 @@ def is_cupy_array(x) -> bool:
     return _cupy is not None and isinstance(x, _cupy.ndarray)
 
 
+# The dtypes of minigrad's fused GPU kernels (optimizer updates, GELU, losses).
+FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def is_array(x) -> bool:
+    """True when ``x`` is a NumPy or a CuPy ndarray."""
+    return isinstance(x, np.ndarray) or is_cupy_array(x)
+
+
 def get_array_module(x):
     """numpy or cupy, whichever holds the array ``x`` (numpy for anything else)."""
     if _cupy is not None and isinstance(x, _cupy.ndarray):
@@ -281,3 +290,16 @@ def gpu_peak_hook():
                 self.peak_used = used
 
     return _PeakHook()
+
+
+def check_same_device(name, tensors):
+    """Raise RuntimeError naming ``name`` when ``tensors`` live on different
+    devices (every Function's inputs and every comparison's operands pass
+    here).  Free when CuPy was never imported: everything is on the CPU."""
+    if _cupy is None:
+        return
+    devices = {t.device for t in tensors}
+    if len(devices) > 1:
+        shown = ", ".join(f"{t.device} (shape {t.shape})" for t in tensors)
+        raise RuntimeError(f"{name}: tensors are on different devices: {shown}; "
+                           "move them to one device with .to(device)")

@@ -54,6 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from . import backend
+from .nn import sync_batchnorm
 from .nn.sync_batchnorm import SyncBatchNorm, convert_sync_batchnorm
 from .tensor import Tensor
 
@@ -244,6 +245,9 @@ def init():
         else:
             _COMM = LocalCommunicator()
     return _COMM
+
+
+sync_batchnorm.default_process_group = init     # SyncBatchNorm's default communicator
 
 
 def _launched_world_size() -> int:
@@ -517,7 +521,7 @@ def reduce_window(accumulator) -> bool:
         reset and nothing else changes), else True.
     """
     comm = accumulator.comm
-    params = [p for group in accumulator.optimizer.param_groups for p in group["params"]]
+    params, window = accumulator.optimizer._params(), accumulator.window
     if not params:
         raise ValueError("reduce_window: the optimizer has no parameters")
     # BEGIN SOLUTION ch10.1
@@ -533,8 +537,7 @@ def reduce_window(accumulator) -> bool:
             packed[n_grad + i] = 1
         offset += size
     host = np.ascontiguousarray(backend.asnumpy(packed))      # one device -> host copy
-    host[-3:] = (accumulator._item_total, accumulator._loss_sum,
-                 1.0 if accumulator._nonfinite else 0.0)
+    host[-3:] = (window.item_total, window.loss_sum, 1.0 if window.nonfinite else 0.0)
     allreduce_sum_(comm, host)                                 # the window's one collective
     total = host[-3].item()
     if total == 0:
@@ -549,9 +552,9 @@ def reduce_window(accumulator) -> bool:
             grad = summed[offset:offset + size].reshape(p.shape).astype(p.dtype)
             p.grad = Tensor(grad)
         offset += size
-    accumulator._item_total = int(total) if float(total).is_integer() else total
-    accumulator._loss_sum = host[-2].item()
-    accumulator._nonfinite = bool(host[-1] > 0)
+    window.item_total = int(total) if float(total).is_integer() else total
+    window.loss_sum = host[-2].item()
+    window.nonfinite = bool(host[-1] > 0)
     return True
     # END SOLUTION
 

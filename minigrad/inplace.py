@@ -34,7 +34,7 @@ the same kind or lower (float64 into float32 is fine; a float result into an
 integer tensor is a RuntimeError, PyTorch's "result type Float can't be cast
 to the desired output type Long").
 
-Version counter: one global count advances with every in-place operation.
+Version counter (:mod:`minigrad.versions`): one global count advances with every in-place operation.
 Overwriting an array stamps its memory (the array that owns it, so views
 made by indexing, ``reshape`` or ``detach()`` count as the same memory) with
 the count.  Every recorded Function remembers the count when it was
@@ -59,11 +59,17 @@ import numbers
 
 import numpy as np
 
-from . import autograd, backend
+from . import autograd, backend, versions
 from .functions import elementwise as E
 
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 _KIND_NAME = {"b": "Bool", "u": "Integer", "i": "Integer", "f": "Float", "c": "Complex"}
+
+
+def _tensor_type():
+    """The Tensor class: tensor.py imports this module and registers the class
+    with autograd (:func:`minigrad.autograd._register_tensor_type`)."""
+    return autograd._Tensor
 
 
 def _leaf_error(name):
@@ -115,7 +121,7 @@ def _check_result(name, target, result_dtype, result_shape):
 
 def _operand(name, target, other):
     """``other`` as a Tensor on the target's device (numbers take the target's dtype)."""
-    from .tensor import Tensor, as_tensor_like  # noqa: PLC0415 (tensor imports this module)
+    Tensor, as_tensor_like = _tensor_type(), autograd._as_tensor_like
     if isinstance(other, Tensor):
         if other.device != target.device:
             raise RuntimeError(f"{name}: expected the other operand on {target.device}, "
@@ -136,7 +142,7 @@ def apply(name, target, function, *operands, alpha=1):
     (each scaled by ``alpha`` first) and make ``target`` hold the result,
     following the three cases above.  An operand that is ``target`` itself
     (``h += h``) stands for its value before the operation."""
-    from .tensor import Tensor  # noqa: PLC0415
+    Tensor = _tensor_type()
     operands = [_operand(name, target, o) for o in operands]
     grad_on = autograd.is_grad_enabled()
     if grad_on and target._creator is None and target._requires_grad:
@@ -149,7 +155,7 @@ def apply(name, target, function, *operands, alpha=1):
         result = function.forward(target._data, *[o._data for o in operands])
         _check_result(name, target, result.dtype, result.shape)
         target._data[...] = result          # casts to the target's dtype
-        autograd.mark_modified(target._data)
+        versions.mark_modified(target._data)
         return target
     if getattr(target._data, "base", None) is not None:
         raise _view_error(name, target)
@@ -276,7 +282,7 @@ def clamp_(target, min=None, max=None):  # noqa: A002 (PyTorch's names)
 
 def fill_(target, value):
     """Set every entry to ``value`` (a number, or a one-element Tensor)."""
-    from .tensor import Tensor  # noqa: PLC0415
+    Tensor = _tensor_type()
     if isinstance(value, Tensor):
         if value.size != 1:
             raise RuntimeError(f"fill_: only supports a 0-dimensional value tensor, got "
@@ -298,7 +304,7 @@ def zero_(target):
 def copy_(target, src):
     """Copy ``src``'s values (broadcast to the target's shape, cast to its dtype)
     into ``target``; gradients flow to ``src`` when it requires grad."""
-    from .tensor import Tensor  # noqa: PLC0415
+    Tensor = _tensor_type()
     if isinstance(src, Tensor) and src.device != target.device:
         src = src.to(target.device)
     return apply("copy_", target, _Copy(), src)

@@ -1,11 +1,7 @@
 """Linear-algebra functions (``torch.linalg`` names): the vector norm."""
 from __future__ import annotations
 
-import numbers
-
-import numpy as np
-
-from .functions.linalg import VectorNorm
+from .functions.linalg import VectorNorm, check_ord
 from .tensor import Tensor
 
 
@@ -34,8 +30,4 @@ def vector_norm(x: Tensor, ord=2, axis=None, keepdims: bool = False) -> Tensor: 
     """
     if not isinstance(x, Tensor):
         raise TypeError(f"vector_norm: expected a Tensor, got {type(x).__name__}")
-    if isinstance(ord, bool) or not isinstance(ord, numbers.Real) or np.isnan(ord):
-        raise TypeError(f"vector_norm: ord must be a number (p, inf, -inf or 0), got {ord!r}")
-    if ord < 0 and ord != -np.inf:
-        raise ValueError(f"vector_norm: ord must be >= 0, inf or -inf, got {ord}")
-    return VectorNorm(float(ord), axis, keepdims)(x)
+    return VectorNorm(check_ord(ord), axis, keepdims)(x)

@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import tracemalloc
 
-import numpy as np
-
 from . import backend
 from .tensor import Tensor
 
@@ -180,7 +178,7 @@ def bytes_of(obj) -> int:
 
 
 def _count(obj, seen) -> int:
-    if isinstance(obj, np.ndarray) or backend.is_cupy_array(obj):
+    if backend.is_array(obj):
         if id(obj) in seen:
             return 0
         seen.add(id(obj))

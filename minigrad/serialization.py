@@ -206,7 +206,7 @@ def _encode(value, path, arrays):
         return int(value)
     if isinstance(value, float):
         return float(value)
-    if isinstance(value, np.ndarray) or backend.is_cupy_array(value):
+    if backend.is_array(value):
         array = backend.asnumpy(value)
         lowp = _lowp_name(array.dtype)
         if lowp is not None:              # bfloat16 & co.: their bits, as unsigned ints

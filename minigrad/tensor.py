@@ -33,7 +33,7 @@ def _to_array(data, dtype=None, device="cpu"):
     if isinstance(data, Tensor):
         data = data.data
     xp = backend.array_module(device)
-    if isinstance(data, np.ndarray) or backend.is_cupy_array(data):
+    if backend.is_array(data):
         arr = data
         if dtype is not None:
             arr = arr.astype(dtype, copy=False)
@@ -83,7 +83,7 @@ def as_tensor_like(x, reference=None) -> "Tensor":
         x = np.asarray(x)
         if x.dtype.kind == "f" and reference is not None and _is_floating(reference.dtype):
             x = x.astype(reference.dtype)
-    if isinstance(x, np.ndarray) or backend.is_cupy_array(x):
+    if backend.is_array(x):
         return Tensor(x)
     raise TypeError(f"expected a Tensor, an array or a number, got {type(x).__name__}")
 
@@ -114,7 +114,7 @@ class Tensor:
     __array_priority__ = 1000
 
     def __init__(self, data, requires_grad: bool = False, name: str | None = None):
-        if not (isinstance(data, np.ndarray) or backend.is_cupy_array(data)):
+        if not backend.is_array(data):
             # A NumPy scalar (what a full reduction returns) keeps its dtype.
             data = np.asarray(data) if isinstance(data, np.generic) else _to_array(data)
         self._data = data
@@ -136,7 +136,7 @@ class Tensor:
     def data(self, value):
         if isinstance(value, Tensor):
             value = value.data
-        if not (isinstance(value, np.ndarray) or backend.is_cupy_array(value)):
+        if not backend.is_array(value):
             raise TypeError(f"Tensor.data must be a NumPy or CuPy array, got "
                             f"{type(value).__name__}")
         self._data = value
@@ -393,7 +393,7 @@ class Tensor:
         GPU tensor raises minigrad's device error, as ``+`` does."""
         if isinstance(other, (list, tuple)):
             other = np.asarray(other)
-        if isinstance(other, np.ndarray) or backend.is_cupy_array(other):
+        if backend.is_array(other):
             other = Tensor(other)
         if isinstance(other, Tensor):
             autograd.check_same_device(name, (self, other))
@@ -439,8 +439,7 @@ class Tensor:
 
     def norm(self, ord=2, axis=None, keepdims=False):  # noqa: A002 (NumPy's name)
         """The vector norm; see :func:`minigrad.linalg.vector_norm`."""
-        from .linalg import vector_norm  # noqa: PLC0415 (linalg imports this module)
-        return vector_norm(self, ord, axis, keepdims)
+        return L.VectorNorm(L.check_ord(ord), axis, keepdims)(self)
 
     def argmax(self, axis=None):
         if axis is not None:

@@ -29,7 +29,7 @@ def to_numpy(x) -> np.ndarray:
     """
     if isinstance(x, Tensor):
         x = x.data
-    if isinstance(x, np.ndarray) or backend.is_cupy_array(x):
+    if backend.is_array(x):
         return backend.asnumpy(x)
     if isinstance(x, (np.generic, numbers.Number, list, tuple)):
         return np.asarray(x)

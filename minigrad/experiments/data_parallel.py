@@ -87,7 +87,7 @@ def _record_grads(optimizer, store):
     original = optimizer.step
 
     def step(*args, **kwargs):
-        store.append(_flat([p.grad for g in optimizer.param_groups for p in g["params"]]))
+        store.append(_flat([p.grad for p in optimizer._params()]))
         return original(*args, **kwargs)
     optimizer.step = step
 

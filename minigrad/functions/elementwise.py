@@ -254,7 +254,7 @@ def select(mask, g):
     return xp.where(mask, g, g.dtype.type(0))
 
 
-_FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))   # dtypes of the GPU kernels
+_FUSED_DTYPES = backend.FUSED_DTYPES   # dtypes of the GPU kernels
 
 
 def select_where_nonzero(a, g):

@@ -1,6 +1,8 @@
 """Matrix multiplication with NumPy's ``matmul`` rules (2-d, batched, 1-d operands)."""
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from ..autograd import Function, unbroadcast
@@ -59,6 +61,15 @@ class MatMul(Function):
             gb = unbroadcast(gb, b2.shape).reshape(b.shape)
         return ga, gb
         # END SOLUTION
+
+
+def check_ord(ord) -> float:  # noqa: A002 (PyTorch's name)
+    """The order of a vector norm, checked: p >= 0, inf or -inf (as a float)."""
+    if isinstance(ord, bool) or not isinstance(ord, numbers.Real) or np.isnan(ord):
+        raise TypeError(f"vector_norm: ord must be a number (p, inf, -inf or 0), got {ord!r}")
+    if ord < 0 and ord != -np.inf:
+        raise ValueError(f"vector_norm: ord must be >= 0, inf or -inf, got {ord}")
+    return float(ord)
 
 
 class VectorNorm(Function):

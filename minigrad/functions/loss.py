@@ -215,7 +215,7 @@ class CrossEntropy(Function):
         return restore_layout(grad, self.logits_shape), None
 
 
-_FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))   # dtypes of the GPU kernel
+_FUSED_DTYPES = backend.FUSED_DTYPES   # dtypes of the GPU kernel
 
 
 def _cross_entropy_grad_gpu(logp, target, weight, eps):

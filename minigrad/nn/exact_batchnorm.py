@@ -371,8 +371,7 @@ def exact_batchnorm_backward(model: Module, micro_batches, loss_fn,
     params = list(model.parameters())
     if accumulator is not None:
         known = {id(p) for p in params}
-        params += [p for group in accumulator.optimizer.param_groups for p in group["params"]
-                   if id(p) not in known]
+        params += [p for p in accumulator.optimizer._params() if id(p) not in known]
     window = _Window()
     counts = {"forward": 0, "backward": 0}
     for layer in layers:

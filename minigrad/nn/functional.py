@@ -34,7 +34,7 @@ def _index_array(ids, device):
     """Integer ids (Tensor, array or list) as an array on ``device``."""
     if isinstance(ids, Tensor):
         ids = ids.data
-    if not (isinstance(ids, np.ndarray) or backend.is_cupy_array(ids)):
+    if not backend.is_array(ids):
         ids = np.asarray(ids)
     return backend.to_device(ids, device)
 

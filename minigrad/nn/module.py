@@ -57,7 +57,7 @@ def _as_buffer(value, name):
         return None
     if isinstance(value, Tensor):
         return Tensor(value.data)
-    if isinstance(value, np.ndarray) or backend.is_cupy_array(value):
+    if backend.is_array(value):
         return Tensor(value)
     raise TypeError(f"register_buffer: buffer {name!r} must be an array, a Tensor or "
                     f"None, got {type(value).__name__}")

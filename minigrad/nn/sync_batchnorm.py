@@ -37,8 +37,13 @@ from .normalization import _BatchNorm, _update_running_stats, merge_moments
 
 
 def _default_comm():
-    from .. import distributed  # noqa: PLC0415 (distributed imports nn; loaded on demand)
-    return distributed.init()
+    """The communicator of a SyncBatchNorm made without ``process_group``:
+    :func:`minigrad.distributed.init`, which :mod:`minigrad.distributed` hands
+    over when it is imported (it imports this module; nn never imports it)."""
+    return default_process_group()
+
+
+default_process_group = None    # minigrad.distributed.init, set by minigrad.distributed
 
 
 def _allreduce(comm, send: np.ndarray) -> np.ndarray:

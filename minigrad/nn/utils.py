@@ -32,7 +32,7 @@ def save(state_dict: dict, path) -> str:
         data = value.data if isinstance(value, Tensor) else value
         if not isinstance(key, str):
             raise TypeError(f"save: keys must be names (str), got {key!r}")
-        if not (isinstance(data, np.ndarray) or backend.is_cupy_array(data)):
+        if not backend.is_array(data):
             raise TypeError(f"save: value of {key!r} must be an array or a Tensor, got "
                             f"{type(value).__name__}")
         arrays[key] = data

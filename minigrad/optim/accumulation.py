@@ -2,21 +2,17 @@
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
 
-import numpy as np
-
-from .. import backend
-from ..tensor import Tensor
+from .. import backend, nn
+from . import accumulation_checks as checks
+from .accumulation_state import Window, accumulator_state, load_accumulator_state
 from .buffers import GradBuffer
 from .clip import clip_grad_norm_
-from .lr_scheduler import LRScheduler
-from .grad_scaler import GradScaler
-from .optimizer import Optimizer, check_number, check_state_keys
-
+from .lr_scheduler import step_ahead
 
 _NONFINITE = "non-finite loss or gradient in the window"
+_NO_ITEMS = "the window holds no items (num_items=0 for every micro-batch)"
 
 class GradientAccumulator:
     """Train with a large batch by accumulating the gradients of k micro-batches.
@@ -168,51 +164,18 @@ class GradientAccumulator:
     (2, 0)
     """
 
-    # The keys of state_dict(), checked by load_state_dict without building one
-    # (that would copy every pending gradient and optimizer buffer).
-    _STATE_KEYS = ("accumulation_steps", "max_grad_norm", "micro_step", "updates",
-                   "skipped_windows", "window_loss", "last_grad_norm", "awaiting_step",
-                   "mode", "item_total", "loss_sum", "nonfinite", "prepared", "pending_grads",
-                   "optimizer", "scheduler", "batchnorm")
-
     def __init__(self, optimizer, accumulation_steps, *, max_grad_norm=None,
                  scheduler=None, model=None, comm=None, dtype=None, compensated=False,
                  scaler=None):
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"GradientAccumulator: optimizer must be a minigrad Optimizer, "
-                            f"got {type(optimizer).__name__}")
-        if isinstance(accumulation_steps, bool) or \
-                not isinstance(accumulation_steps, numbers.Integral):
-            raise TypeError(f"GradientAccumulator: accumulation_steps must be an int >= 1, "
-                            f"got {accumulation_steps!r}")
-        if accumulation_steps < 1:
-            raise ValueError(f"GradientAccumulator: accumulation_steps must be >= 1, got "
-                             f"{accumulation_steps}")
-        if max_grad_norm is not None:
-            max_grad_norm = check_number("GradientAccumulator", "max_grad_norm",
-                                         max_grad_norm, low=0.0, low_inclusive=False)
-        if scheduler is not None and getattr(scheduler, "optimizer", None) is not optimizer:
-            raise ValueError("GradientAccumulator: the scheduler must belong to the same "
-                             "optimizer (scheduler.optimizer is not optimizer)")
-        self.optimizer = optimizer
-        self.accumulation_steps = int(accumulation_steps)
-        self.max_grad_norm = max_grad_norm
-        self.scheduler = scheduler
-        self.model = model
-        self.comm = comm
+        self.max_grad_norm = checks.check_accumulator(optimizer, accumulation_steps,
+                                                      max_grad_norm, scheduler, model, scaler)
+        self.optimizer, self.accumulation_steps = optimizer, int(accumulation_steps)
+        self.scheduler, self.model, self.comm, self.scaler = scheduler, model, comm, scaler
         if model is not None:
-            from .. import nn  # noqa: PLC0415 (optim works without nn; loaded on demand)
-            if not isinstance(model, nn.Module):
-                raise TypeError(f"GradientAccumulator: model must be a minigrad.nn.Module, "
-                                f"got {type(model).__name__}")
             nn.set_merge_running_stats(model, True)
-        # Precision and loss scaling (buffers.py, grad_scaler.py).
-        if scaler is not None and not isinstance(scaler, GradScaler):
-            raise TypeError(f"GradientAccumulator: scaler must be a minigrad.optim.GradScaler, "
-                            f"got {type(scaler).__name__}")
+        # Precision of the window's sums (buffers.py); None: .grad itself.
         self.buffer = GradBuffer(dtype, compensated) if dtype is not None or compensated \
             else None
-        self.scaler = scaler
         self.updates = 0
         self.skipped_windows = 0
         self.window_loss = None
@@ -221,13 +184,12 @@ class GradientAccumulator:
         optimizer.zero_grad()
 
     def _reset_window(self) -> None:
-        self.micro_step = 0
-        self._awaiting_step = False   # backward() done, step() not yet
-        self._mode = None             # "items" (num_items given) or "count"
-        self._item_total = 0          # sum_j n_j
-        self._loss_sum = 0.0          # sum_j n_j * L_j
-        self._nonfinite = False       # a non-finite loss was seen in this window
-        self._prepared = None         # (window loss, grad norm) once the grads are normalized
+        self.window = Window()          # the open window's counts (accumulation_state.py)
+
+    @property
+    def micro_step(self) -> int:
+        """Micro-batches completed in the current window (0 ... k-1)."""
+        return self.window.micro_step
 
     # ------------------------------------------------------------- per micro-batch
     def backward(self, loss, num_items=None) -> None:
@@ -236,24 +198,17 @@ class GradientAccumulator:
         Adds ``num_items * grad(loss)`` into the parameters' ``.grad`` (the
         gradient of the sum of the micro-batch's per-item losses) and counts
         ``num_items``.  A non-finite loss is not back-propagated; it marks the
-        window to be skipped.
-
-        A micro-batch with no items (``num_items=0``: every target ignored,
-        e.g. prompt-only rows in fine-tuning) counts as one of the window's
-        k micro-batches and adds nothing: its loss (a mean over nothing, nan
-        in PyTorch's convention) is neither back-propagated nor added to the
-        window's loss, so the update equals the full batch's.  A window
-        whose micro-batches together hold no items has no mean gradient: it
-        is skipped with a RuntimeWarning (no optimizer or scheduler step;
-        ``skipped_windows`` counts it), since a step on a zero gradient would
-        only move the weights on stale momentum.
+        window to be skipped.  A micro-batch with no items (``num_items=0``:
+        every target ignored) counts as one of the k and adds nothing: its
+        loss (a mean over nothing, nan) is neither back-propagated nor added
+        to the window's loss; a window of empty micro-batches only is skipped.
 
         Args:
             loss: a Tensor with one element that requires grad: the *mean* of
                 the micro-batch's per-item losses.
-            num_items: n_j, the number of items the mean is over (an int or a
-                number >= 0; a one-element Tensor works too), or None to
-                count the micro-batch as 1.
+            num_items: n_j, the number of items the mean is over (a number
+                >= 0 or a one-element Tensor), or None to count the
+                micro-batch as 1.
 
         Raises:
             TypeError: ``loss`` is not a Tensor, or ``num_items`` not a number.
@@ -262,69 +217,31 @@ class GradientAccumulator:
             RuntimeError: ``loss`` does not require grad, or ``backward`` is
                 called twice without ``step`` in between.
         """
-        if not isinstance(loss, Tensor):
-            raise TypeError(f"GradientAccumulator.backward: loss must be a Tensor, got "
-                            f"{type(loss).__name__}")
-        if loss.size != 1:
-            raise ValueError(f"GradientAccumulator.backward: loss must be a scalar (the "
-                             f"micro-batch's mean loss), got shape {loss.shape}; reduce it "
-                             "with .mean() or reduction='mean'")
-        if not loss.requires_grad:
-            raise RuntimeError("GradientAccumulator.backward: the loss does not require "
-                               "grad (was it computed under no_grad(), or from parameters "
-                               "with requires_grad=False?)")
-        if self._prepared is not None:
-            raise RuntimeError("GradientAccumulator.backward: the last update raised after "
-                               "its gradients were normalized; call step() (or flush()) "
-                               "again to retry it before the next micro-batch")
-        if self._awaiting_step:
-            raise RuntimeError("GradientAccumulator.backward: called twice without step() "
-                               "in between; call step() once after each micro-batch's "
-                               "backward (sum the losses first if one micro-batch has several)")
-        weight = self._check_num_items(num_items)
-        mode = "count" if num_items is None else "items"
-        if self._mode is not None and mode != self._mode:
-            raise ValueError("GradientAccumulator.backward: this window mixes micro-batches "
-                             "with num_items and without; pass num_items for every "
-                             "micro-batch or for none")
+        weight, mode = checks.check_backward(self, loss, num_items)
         # BEGIN SOLUTION ch04.3
         value = float(loss.item())
-        if weight == 0:
-            pass                          # no items: nothing to add (see above)
-        elif math.isfinite(value):
+        if weight != 0 and math.isfinite(value):
             xp = backend.get_array_module(loss.data)
             scale = 1.0 if self.scaler is None else self.scaler.get_scale()
             loss.backward(xp.full(loss.shape, weight * scale, dtype=loss.dtype))
-            if self.buffer is not None:
-                self.buffer.add(self._all_params())
-        else:
-            self._nonfinite = True
-        self._mode = mode
-        self._item_total += weight
-        if weight != 0:
-            self._loss_sum += weight * value
+        self._count_micro_batch(weight, mode, value)
         # END SOLUTION
-        self._awaiting_step = True
 
-    @staticmethod
-    def _check_num_items(num_items):
-        """Return the micro-batch's weight n_j (1 when num_items is None)."""
-        if num_items is None:
-            return 1
-        if isinstance(num_items, Tensor):
-            if num_items.size != 1:
-                raise ValueError(f"GradientAccumulator.backward: num_items must be one "
-                                 f"number, got a tensor of shape {num_items.shape}")
-            num_items = num_items.item()
-        if isinstance(num_items, bool) or not isinstance(num_items, numbers.Real):
-            raise TypeError(f"GradientAccumulator.backward: num_items must be a number >= 0 "
-                            f"number (the count of items the loss averages over), got "
-                            f"{num_items!r}")
-        if not (math.isfinite(num_items) and num_items >= 0):
-            raise ValueError(f"GradientAccumulator.backward: num_items must be a finite "
-                             f"number >= 0 (the count of items the loss averages over), "
-                             f"got {num_items}")
-        return int(num_items) if isinstance(num_items, numbers.Integral) else float(num_items)
+    def _count_micro_batch(self, weight, mode, value) -> None:
+        """The end of every micro-batch's backward (the pipeline stages' too):
+        count n_j and n_j L_j, or mark the window non-finite."""
+        window = self.window
+        # BEGIN SOLUTION ch04.3
+        if weight != 0:                         # no items: nothing to add
+            if not math.isfinite(value):
+                window.nonfinite = True
+            elif self.buffer is not None:       # sum .grad into the window's buffer
+                self.buffer.add(self.optimizer._params())
+            window.loss_sum += weight * value
+        window.mode = mode
+        window.item_total += weight
+        # END SOLUTION
+        window.awaiting_step = True
 
     def step(self) -> bool:
         """Close micro-batch j; on the k-th, update the parameters.
@@ -341,13 +258,11 @@ class GradientAccumulator:
             changed, the micro-batch is still waiting for this ``step``, and
             calling it again gives the update an uninterrupted run makes.
         """
-        if not self._awaiting_step:
-            raise RuntimeError("GradientAccumulator.step: no backward() since the last "
-                               "step(); call backward(loss) once per micro-batch first")
+        checks.check_step(self)
         # BEGIN SOLUTION ch04.4
         if self.micro_step + 1 < self.accumulation_steps:
-            self._awaiting_step = False
-            self.micro_step += 1
+            self.window.awaiting_step = False
+            self.window.micro_step += 1
             return False
         return self._update()           # closes the window, or raises having changed nothing
         # END SOLUTION
@@ -363,9 +278,7 @@ class GradientAccumulator:
             RuntimeError: a ``backward`` is waiting for its ``step``.
             Whatever the update raises, as :meth:`step` (nothing changed).
         """
-        if self._awaiting_step:
-            raise RuntimeError("GradientAccumulator.flush: the last backward() has no "
-                               "step() yet; call step() before flush()")
+        checks.check_flush(self)
         if self.comm is not None:       # collective: other ranks may hold items
             return self._update()
         # BEGIN SOLUTION ch05.1
@@ -375,106 +288,75 @@ class GradientAccumulator:
         # END SOLUTION
 
     # ------------------------------------------------------------------ update
-    def _all_params(self):
-        return [p for group in self.optimizer.param_groups for p in group["params"]]
-
-    def _params_with_grad(self):
-        return [p for group in self.optimizer.param_groups for p in group["params"]
-                if p.grad is not None]
-
     def _update(self) -> bool:
         """Normalize by the window's total, clip, step optimizer and scheduler once.
 
-        All or nothing: what can fail on bad input runs first (the optimizer's
-        checks of every gradient and hyperparameter, then the scheduler's step,
-        taken ahead and undone on failure).  If the optimizer's step raises
-        anyway, the scheduler is put back and the gradients stay normalized
-        (and clipped), marked so that a retry uses them as they are.
+        All or nothing: the optimizer's checks run first, and the scheduler
+        steps ahead of everything else and is put back unless the update
+        completes (:class:`~minigrad.optim.lr_scheduler.step_ahead`).  If the
+        optimizer's step raises, the gradients stay normalized and clipped,
+        kept as ``window.prepared``, so that a retry uses them as they are.
         """
         self.optimizer._check_step()          # raises before anything changes
-        ahead = self._step_scheduler_ahead()  # raises having changed nothing
-        try:
-            if self._prepared is None:
-                if self.buffer is not None:     # the window's sums, summed in the buffer,
-                    self.buffer.write(self._all_params())   # back into .grad
-                if self.comm is not None and not self._reduce_window():
-                    self._undo_scheduler(ahead)
-                    return False            # no rank had a micro-batch (flush at the end)
-                total = self._item_total
-                if total == 0:              # every micro-batch empty: no mean to step on
-                    self._undo_scheduler(ahead)
-                    self._skip_window(math.nan, "the window holds no items (num_items=0 "
-                                                "for every micro-batch)")
-                    return False
-                params = self._params_with_grad()
-                if self.scaler is not None:
-                    self.scaler.unscale_(self.optimizer)    # once per window, before clipping
-                    if self._nonfinite:     # an inf/nan loss: an overflow like any other
-                        self.scaler._record_found_inf(self.optimizer)
-                # BEGIN SOLUTION ch04.5
-                for p in params:
-                    p.grad.data /= total    # sum_j n_j grad L_j -> grad of the window mean
-                window_loss = self._loss_sum / total
-                if self._nonfinite or not _all_finite(params):
-                    self._undo_scheduler(ahead)
-                    self._skip_window(window_loss)
-                    return False
-                grad_norm = self.last_grad_norm
-                if self.max_grad_norm is not None:
-                    grad_norm = clip_grad_norm_(params, self.max_grad_norm)
-                # END SOLUTION
-                self._prepared = (window_loss, grad_norm)   # a retry must not divide again
+        with step_ahead(self.optimizer, self.scheduler) as schedule:
+            if self.window.prepared is None:
+                prepared = self._mean_gradient()
+                if prepared is None:
+                    return False            # skipped: the scheduler is put back
+                self.window.prepared = prepared     # a retry must not divide again
             self.optimizer.step()
-        except BaseException:
-            self._undo_scheduler(ahead)
-            raise
-        if ahead is not None:
-            _set_rates(self.optimizer, ahead[1])
+            schedule.commit()
         if self.scaler is not None:
             self.scaler.update()                # one scale update per window
         if self.model is not None:
-            from .. import nn  # noqa: PLC0415
             nn.apply_merged_running_stats(self.model)
         self.optimizer.zero_grad()
-        self.window_loss, self.last_grad_norm = self._prepared
+        self.window_loss, self.last_grad_norm = self.window.prepared
         self.updates += 1
         self._reset_window()
         return True
 
-    def _step_scheduler_ahead(self):
-        """Step the scheduler before the optimizer, so that it fails (if it
-        does) before anything else changed.  Returns None without a scheduler,
-        else ``(its state before, the new rates, the current rates)``; the
-        groups keep the current rates for the optimizer's step, and get the
-        new ones after it."""
-        if self.scheduler is None:
-            return None
-        before = self.scheduler.state_dict()
-        rates = _rates(self.optimizer)
-        self.scheduler.step()                 # all or nothing
-        new_rates = _rates(self.optimizer)
-        _set_rates(self.optimizer, rates)
-        return before, new_rates, rates
+    def _mean_gradient(self):
+        """Turn the window's sums in ``.grad`` into its mean gradient, clipped.
 
-    def _undo_scheduler(self, ahead) -> None:
-        if ahead is None:
-            return
-        before, _, rates = ahead
-        if isinstance(self.scheduler, LRScheduler):
-            self.scheduler._set_state(self.scheduler._check_state(before))
-        else:
-            self.scheduler.load_state_dict(before)
-        _set_rates(self.optimizer, rates)
+        Returns ``(window loss, grad norm)``, or None when there is no update
+        to make: the window was skipped (no items, or a non-finite value), or
+        (with ``comm``) no rank had a micro-batch.
+        """
+        if self.buffer is not None:     # the window's sums, summed in the buffer,
+            self.buffer.write(self.optimizer._params())     # back into .grad
+        if self.comm is not None and not self._reduce_window():
+            return None                 # no rank had a micro-batch (flush at the end)
+        total = self.window.item_total
+        if total == 0:                  # every micro-batch empty: no mean to step on
+            self._skip_window(math.nan, _NO_ITEMS)
+            return None
+        params = [p for p in self.optimizer._params() if p.grad is not None]
+        if self.scaler is not None:
+            self.scaler.unscale_(self.optimizer)    # once per window, before clipping
+            if self.window.nonfinite:   # an inf/nan loss: an overflow like any other
+                self.scaler._record_found_inf(self.optimizer)
+        # BEGIN SOLUTION ch04.5
+        for p in params:
+            p.grad.data /= total        # sum_j n_j grad L_j -> grad of the window mean
+        window_loss = self.window.loss_sum / total
+        if self.window.nonfinite or not all_finite(params):
+            self._skip_window(window_loss)
+            return None
+        grad_norm = self.last_grad_norm
+        if self.max_grad_norm is not None:
+            grad_norm = clip_grad_norm_(params, self.max_grad_norm)
+        # END SOLUTION
+        return window_loss, grad_norm
 
     def _reduce_window(self) -> bool:
         """Data parallelism: sum gradients and counts over the ranks, one all-reduce."""
-        from ..distributed import reduce_window  # noqa: PLC0415 (loaded on demand)
+        from ..distributed import reduce_window  # noqa: PLC0415 (distributed imports optim)
         return reduce_window(self)
 
     def _skip_window(self, window_loss, reason=_NONFINITE) -> None:
         # BEGIN SOLUTION ch05.3
         if self.model is not None:
-            from .. import nn  # noqa: PLC0415
             for layer in nn.batchnorm_layers(self.model):
                 layer.set_pending_stats(None)
         if self.buffer is not None:
@@ -489,7 +371,7 @@ class GradientAccumulator:
             warnings.warn(f"GradientAccumulator: {reason} "
                           f"after {self.updates} updates (window loss {window_loss}); "
                           "the window is skipped: no optimizer or scheduler step",
-                          RuntimeWarning, stacklevel=4)
+                          RuntimeWarning, stacklevel=5)
         # END SOLUTION
 
     # --------------------------------------------------------- save and resume
@@ -503,34 +385,7 @@ class GradientAccumulator:
         Arrays and plain Python values only: :func:`minigrad.save` writes it
         without pickle.
         """
-        pending = [None if p.grad is None else p.grad.data.copy()
-                   for group in self.optimizer.param_groups for p in group["params"]]
-        state = {
-            "accumulation_steps": self.accumulation_steps,
-            "max_grad_norm": self.max_grad_norm,
-            "micro_step": self.micro_step,
-            "updates": self.updates,
-            "skipped_windows": self.skipped_windows,
-            "window_loss": self.window_loss,
-            "last_grad_norm": self.last_grad_norm,
-            "awaiting_step": self._awaiting_step,
-            "mode": self._mode,
-            "item_total": self._item_total,
-            "loss_sum": self._loss_sum,
-            "nonfinite": self._nonfinite,
-            "prepared": None if self._prepared is None else list(self._prepared),
-            "pending_grads": pending,
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
-            "batchnorm": None,
-        }
-        if self.buffer is not None:
-            state["buffer"] = self.buffer.state_dict()
-        if self.model is not None:
-            from .. import nn  # noqa: PLC0415
-            state["batchnorm"] = [layer.get_pending_stats()
-                                  for layer in nn.batchnorm_layers(self.model)]
-        return state
+        return accumulator_state(self)
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a state from :meth:`state_dict`, into an accumulator built
@@ -550,142 +405,7 @@ class GradientAccumulator:
                 whatever the optimizer's and scheduler's ``load_state_dict``
                 raise).
         """
-        name = "GradientAccumulator.load_state_dict"
-        check_state_keys(name, state, self._STATE_KEYS)
-        if self.buffer is None and state.get("buffer") and state["buffer"]["sums"]:
-            raise ValueError(f"{name}: the state holds a window summed in an accumulation "
-                             "buffer (dtype=/compensated=); build this accumulator with "
-                             "the same dtype and compensated")
-        if state["accumulation_steps"] != self.accumulation_steps:
-            raise ValueError(f"{name}: saved with accumulation_steps="
-                             f"{state['accumulation_steps']}, this accumulator has "
-                             f"{self.accumulation_steps}")
-        counters = self._check_counters(name, state)
-        params = [p for group in self.optimizer.param_groups for p in group["params"]]
-        grads = self._check_pending_grads(name, state["pending_grads"], params)
-        if (state["scheduler"] is None) != (self.scheduler is None):
-            raise ValueError(f"{name}: the saved state and this accumulator differ in "
-                             "having a scheduler")
-        if (state["batchnorm"] is None) != (self.model is None):
-            raise ValueError(f"{name}: the saved state and this accumulator differ in "
-                             "having a model")
-        layers = []
-        if self.model is not None:
-            from .. import nn  # noqa: PLC0415
-            layers = list(nn.batchnorm_layers(self.model))
-            if not isinstance(state["batchnorm"], list) or \
-                    len(state["batchnorm"]) != len(layers):
-                raise ValueError(f"{name}: saved pending statistics of "
-                                 f"{len(state['batchnorm'])} BatchNorm layers, the model "
-                                 f"has {len(layers)}")
-        # Checked what can be checked here; the optimizer, scheduler and layers
-        # check their own parts as they load.  Keep what is needed to undo.
-        opt = self.optimizer
-        undo = (opt.state, [dict(g) for g in opt.param_groups], opt._loaded_lrs,
-                None if self.scheduler is None else self.scheduler.state_dict(),
-                [layer.get_pending_stats() for layer in layers],
-                None if self.buffer is None else self.buffer.state_dict())
-        try:
-            opt.load_state_dict(state["optimizer"])
-            if self.scheduler is not None:
-                self.scheduler.load_state_dict(state["scheduler"])
-            for layer, stats in zip(layers, state["batchnorm"] or ()):
-                layer.set_pending_stats(stats)
-            if self.buffer is not None:
-                self.buffer.load_state_dict(state.get("buffer"))
-        except BaseException:
-            if self.buffer is not None:
-                self.buffer.load_state_dict(undo[5])
-            opt.state, opt._loaded_lrs = undo[0], undo[2]
-            for group, saved in zip(opt.param_groups, undo[1]):
-                group.clear()
-                group.update(saved)
-            if self.scheduler is not None:
-                self._undo_scheduler((undo[3], None, [g["lr"] for g in undo[1]]))
-            for layer, stats in zip(layers, undo[4]):
-                layer.set_pending_stats(stats)
-            raise
-        for p, g in zip(params, grads):
-            p.grad = g
-        for key, value in counters.items():
-            setattr(self, key, value)
-
-    def _check_counters(self, name, state) -> dict:
-        """The attributes to set from ``state``, each checked."""
-        def integer(key, low=0, high=None):
-            value = state[key]
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or \
-                    value < low or (high is not None and value > high):
-                raise ValueError(f"{name}: {key} must be an int in [{low}, "
-                                 f"{'inf' if high is None else high}], got {value!r}")
-            return int(value)
-
-        def real(key, optional=True):
-            value = state[key]
-            if value is None and optional:
-                return None
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise TypeError(f"{name}: {key} must be a number"
-                                f"{' or None' if optional else ''}, got {value!r}")
-            return value
-
-        def flag(key):
-            if not isinstance(state[key], bool):
-                raise TypeError(f"{name}: {key} must be True or False, got {state[key]!r}")
-            return state[key]
-
-        if state["mode"] not in (None, "items", "count"):
-            raise ValueError(f"{name}: mode must be None, 'items' or 'count', got "
-                             f"{state['mode']!r}")
-        max_grad_norm = state["max_grad_norm"]
-        if max_grad_norm is not None:
-            max_grad_norm = check_number(name, "max_grad_norm", max_grad_norm, low=0.0,
-                                         low_inclusive=False)
-        prepared = state["prepared"]
-        if prepared is not None:
-            if not isinstance(prepared, (list, tuple)) or len(prepared) != 2:
-                raise ValueError(f"{name}: prepared must be None or [window_loss, "
-                                 f"grad_norm], got {prepared!r}")
-            prepared = tuple(prepared)
-        item_total = real("item_total", optional=False)
-        if item_total < 0:
-            raise ValueError(f"{name}: item_total must be >= 0, got {item_total}")
-        return {"max_grad_norm": max_grad_norm,
-                "micro_step": integer("micro_step", 0, self.accumulation_steps - 1),
-                "updates": integer("updates"),
-                "skipped_windows": integer("skipped_windows"),
-                "window_loss": real("window_loss"),
-                "last_grad_norm": real("last_grad_norm"),
-                "_awaiting_step": flag("awaiting_step"),
-                "_mode": state["mode"],
-                "_item_total": item_total,
-                "_loss_sum": real("loss_sum", optional=False),
-                "_nonfinite": flag("nonfinite"),
-                "_prepared": prepared}
-
-    @staticmethod
-    def _check_pending_grads(name, pending, params) -> list:
-        """The new ``.grad`` of every parameter (Tensors or None), built
-        before any is assigned."""
-        if not isinstance(pending, (list, tuple)) or len(pending) != len(params):
-            count = len(pending) if isinstance(pending, (list, tuple)) else "no"
-            raise ValueError(f"{name}: saved {count} gradients for {len(params)} parameters")
-        grads = []
-        for i, (p, g) in enumerate(zip(params, pending)):
-            if g is None:
-                grads.append(None)
-                continue
-            if not (isinstance(g, np.ndarray) or backend.is_cupy_array(g)):
-                raise TypeError(f"{name}: gradient {i} must be an array or None, got "
-                                f"{type(g).__name__}")
-            if tuple(g.shape) != p.shape:
-                raise ValueError(f"{name}: gradient {i} has shape {tuple(g.shape)}, the "
-                                 f"parameter has {p.shape}")
-            if g.dtype.kind != "f":
-                raise TypeError(f"{name}: gradient {i} has dtype {g.dtype}, expected a "
-                                f"floating-point array (it is cast to the parameter's {p.dtype})")
-            grads.append(Tensor(backend.to_device(g, p.device).astype(p.dtype)))  # copies
-        return grads
+        load_accumulator_state(self, state)
 
     def __repr__(self):
         return (f"GradientAccumulator(accumulation_steps={self.accumulation_steps}, "
@@ -693,16 +413,7 @@ class GradientAccumulator:
                 f"max_grad_norm={self.max_grad_norm})")
 
 
-def _rates(optimizer) -> list:
-    return [group["lr"] for group in optimizer.param_groups]
-
-
-def _set_rates(optimizer, rates) -> None:
-    for group, lr in zip(optimizer.param_groups, rates):
-        group["lr"] = lr
-
-
-def _all_finite(params) -> bool:
+def all_finite(params) -> bool:
     """True when every gradient entry of every parameter is finite."""
     for p in params:
         xp = backend.get_array_module(p.grad.data)

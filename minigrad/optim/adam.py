@@ -5,7 +5,8 @@ import math
 
 from .. import backend
 from . import updates
-from .optimizer import Optimizer, check_number
+from .checks import check_number
+from .optimizer import Optimizer
 
 
 class Adam(Optimizer):

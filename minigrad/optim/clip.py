@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import backend
 from ..tensor import Tensor
-from .optimizer import check_number
+from .checks import check_number
 
 
 def _global_norm(grads, norm_type: float) -> float:

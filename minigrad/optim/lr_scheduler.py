@@ -46,7 +46,8 @@ import bisect
 import math
 import numbers
 
-from .optimizer import Optimizer, check_number
+from .checks import check_number
+from .optimizer import Optimizer
 
 
 def _check_int(owner: str, name: str, value, low: int = 1) -> int:
@@ -707,3 +708,51 @@ class ChainedScheduler(_Composite):
                 s.step()
             self._last_lr = _lrs(self.optimizer)
         self._transaction(action)
+
+
+# ------------------------------------------------- a step taken ahead, undone
+def restore_state(scheduler, state) -> None:
+    """Put back a state saved by ``scheduler.state_dict()`` a moment ago, as it
+    was (``load_state_dict`` would also put back rates loaded into the
+    optimizer before the scheduler was made, see :meth:`LRScheduler._resume_lrs`)."""
+    if isinstance(scheduler, LRScheduler):
+        scheduler._set_state(scheduler._check_state(state))
+    else:
+        scheduler.load_state_dict(state)
+
+
+class step_ahead:
+    """Step ``scheduler`` first; undo it on exit unless :meth:`commit` was called.
+
+    :class:`~minigrad.optim.GradientAccumulator` steps its scheduler *before*
+    the optimizer, so that a scheduler that raises (an ``lr_lambda``, a bad
+    rate) does so while nothing has changed.  On entry the scheduler steps
+    and the groups get their current rates back, for the optimizer's step
+    inside the block; ``commit()`` hands them the new rates; a block left
+    without it (a skipped window, an exception) puts the scheduler's state and
+    the rates back.  Without a scheduler (None) it does nothing.
+    """
+
+    def __init__(self, optimizer, scheduler):
+        self.optimizer, self.scheduler = optimizer, scheduler
+        self.committed = False
+
+    def __enter__(self):
+        if self.scheduler is not None:
+            self.before = self.scheduler.state_dict()
+            self.rates = _lrs(self.optimizer)
+            self.scheduler.step()                 # all or nothing
+            self.new_rates = _lrs(self.optimizer)
+            _set_lrs(self.optimizer, self.rates)
+        return self
+
+    def commit(self) -> None:
+        self.committed = True
+
+    def __exit__(self, *exc):
+        if self.scheduler is not None and self.committed:
+            _set_lrs(self.optimizer, self.new_rates)
+        elif self.scheduler is not None:
+            restore_state(self.scheduler, self.before)
+            _set_lrs(self.optimizer, self.rates)
+        return False

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from . import updates
-from .optimizer import Optimizer, _required, check_number
+from .checks import check_number, required
+from .optimizer import Optimizer
 
 
 class SGD(Optimizer):
@@ -44,7 +45,7 @@ class SGD(Optimizer):
     _state_spec = {"momentum_buffer": "tensor"}
     _step_is_atomic = True     # checks pass before the first write (Optimizer._check_step)
 
-    def __init__(self, params, lr=_required, momentum=0.0, dampening=0.0,
+    def __init__(self, params, lr=required, momentum=0.0, dampening=0.0,
                  nesterov=False, weight_decay=0.0):
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
                         nesterov=nesterov, weight_decay=weight_decay)

@@ -16,12 +16,10 @@ memory.  The functions below compute the same numbers without it:
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .. import backend
 
 BLOCK = 1 << 12          # elements per block of the CPU path
-FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))   # dtypes of the GPU kernels
+FUSED_DTYPES = backend.FUSED_DTYPES     # dtypes of the GPU kernels
 
 
 def fused_on_gpu(p, g) -> bool:

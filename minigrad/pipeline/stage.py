@@ -30,6 +30,7 @@ from .. import autograd, backend
 from ..checkpointing import checkpoint as _checkpoint
 from ..nn import Module
 from ..optim import GradientAccumulator, Optimizer
+from ..optim.accumulation_checks import check_backward_output
 from ..tensor import Tensor
 
 __all__ = ["PipelineStage", "StageAccumulator", "split_sequential", "graph_bytes"]
@@ -65,29 +66,11 @@ class StageAccumulator(GradientAccumulator):
             RuntimeError: called twice without ``step`` in between, or in a
                 window that used ``backward(loss)`` without ``num_items``.
         """
-        if self._awaiting_step:
-            raise RuntimeError("StageAccumulator.backward_output: called twice without "
-                               "step() in between")
-        if tuple(grad_output.shape) != tuple(output.shape):
-            raise ValueError(f"StageAccumulator.backward_output: the gradient has shape "
-                             f"{tuple(grad_output.shape)}, the output {tuple(output.shape)}")
-        weight = self._check_num_items(num_items)
-        if self._mode == "count":
-            raise RuntimeError("StageAccumulator.backward_output: this window counts "
-                               "micro-batches without num_items; pass num_items everywhere")
+        weight = check_backward_output(self, output, grad_output, num_items)
         loss = float(loss)
-        if weight == 0:     # no items: its loss (nan, a mean over nothing) adds nothing
-            self._mode = "items"
-            self._awaiting_step = True
-            return
-        if math.isfinite(loss) and output.requires_grad:
+        if weight != 0 and math.isfinite(loss) and output.requires_grad:
             autograd.backward(output, grad_output)
-        elif not math.isfinite(loss):
-            self._nonfinite = True
-        self._mode = "items"
-        self._item_total += weight
-        self._loss_sum += weight * loss
-        self._awaiting_step = True
+        self._count_micro_batch(weight, "items", loss)      # as backward(loss, n_j) ends
 
 
 def split_sequential(model, sizes) -> list:
@@ -155,7 +138,7 @@ def graph_bytes(tensor, exclude=()) -> int:
 
     def count(obj):
         nonlocal total
-        if (isinstance(obj, np.ndarray) or backend.is_cupy_array(obj)) and id(obj) not in seen:
+        if backend.is_array(obj) and id(obj) not in seen:
             seen.add(id(obj))
             total += int(obj.nbytes)
 

@@ -147,7 +147,7 @@ def test_a_gradient_held_by_one_rank_reaches_both_and_unused_parameters_keep_non
         acc.backward(loss, num_items=2 if comm.Get_rank() == 0 else 4)
         assert dist.reduce_window(acc) is True, "reduce_window returns True for a window " \
                                                 "that holds items"
-        return a.grad, b.grad, c.grad, acc._item_total
+        return a.grad, b.grad, c.grad, acc.window.item_total
     for rank, (ga, gb, gc, total) in enumerate(run_two_ranks(work)):
         # .grad holds Σ n_j ∇L_j: rank 0 has 2·[2, 4], rank 1 has 4·[3, 3].
         assert_close(ga, [16.0, 20.0], f"rank {rank}: a.grad after reduce_window",

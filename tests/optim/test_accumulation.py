@@ -9,6 +9,7 @@ import minigrad
 from minigrad import nn
 from minigrad.optim import SGD, Adam, GradientAccumulator, accumulation
 from minigrad.optim import lr_scheduler
+from minigrad.optim.accumulation_state import STATE_KEYS
 from minigrad.testing import max_abs_diff, max_rel_diff
 
 from .loops import GradientRecorder, ce_loss, make_mlp, params
@@ -383,4 +384,4 @@ def test_loaded_pending_gradients_take_the_parameter_dtype():
 
 def test_the_keys_load_state_dict_checks_are_those_of_state_dict():
     acc, _ = _acc()
-    assert tuple(acc.state_dict()) == GradientAccumulator._STATE_KEYS
+    assert tuple(acc.state_dict()) == STATE_KEYS

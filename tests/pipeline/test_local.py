@@ -10,7 +10,7 @@ import pytest
 
 import minigrad
 from minigrad import nn
-from minigrad.optim import SGD
+from minigrad.optim import SGD, GradientAccumulator
 from minigrad.pipeline import (LocalPipeline, PipelineStage, StageAccumulator, get_schedule,
                                split_batch, split_sequential)
 
@@ -166,6 +166,61 @@ def test_stage_accumulator_checks_its_arguments():
     acc.backward_output(out, np.ones((3, 2)), 3, 0.5)
     with pytest.raises(RuntimeError, match="twice"):
         acc.backward_output(out, np.ones((3, 2)), 3, 0.5)
+
+
+def _window_through(stage, **options):
+    """One window of two micro-batches through a stage's ``backward_output``
+    (``stage``) or, the same gradients, through ``backward(loss, num_items)``;
+    returns the layer's weight after the update."""
+    minigrad.manual_seed(0)
+    layer = nn.Linear(2, 2)
+    acc = (StageAccumulator if stage else GradientAccumulator)(
+        SGD(layer.parameters(), lr=0.5), 2, **options)
+    rng = np.random.default_rng(1)
+    for n in (3, 5):
+        out = layer(minigrad.tensor(rng.standard_normal((n, 2))))
+        grad = rng.standard_normal((n, 2))
+        if stage:
+            acc.backward_output(out, grad, n, 0.25)
+        else:                   # the mean loss whose n-weighted gradient is grad
+            acc.backward((out * minigrad.tensor(grad)).sum() / n, num_items=n)
+        acc.step()
+    assert acc.updates == 1
+    return layer.weight.numpy()
+
+
+@pytest.mark.parametrize("options", [{}, {"dtype": "float16"}, {"compensated": True}])
+def test_stage_accumulator_counts_a_micro_batch_as_backward_does(options):
+    """backward_output ends with the accumulator's own micro-batch step: with an
+    accumulation buffer (dtype=, compensated=) the stage's gradients are summed
+    in it too, so the stage's update is the accumulator's."""
+    minigrad.set_default_dtype(np.float64)
+    np.testing.assert_allclose(_window_through(True, **options),
+                               _window_through(False, **options), rtol=1e-12)
+
+
+def test_stage_accumulator_refuses_a_micro_batch_before_a_failed_update_is_retried():
+    minigrad.set_default_dtype(np.float64)
+    layer = nn.Linear(2, 2)
+
+    class Failing(SGD):
+        fail = True
+
+        def step(self):
+            if Failing.fail:
+                raise MemoryError("simulated")
+            super().step()
+
+    acc = StageAccumulator(Failing(layer.parameters(), lr=0.1), 1)
+    out = layer(minigrad.tensor(np.ones((3, 2))))
+    acc.backward_output(out, np.ones((3, 2)), 3, 0.5)
+    with pytest.raises(MemoryError):
+        acc.step()
+    out = layer(minigrad.tensor(np.ones((3, 2))))
+    with pytest.raises(RuntimeError, match="retry"):
+        acc.backward_output(out, np.ones((3, 2)), 3, 0.5)
+    Failing.fail = False
+    assert acc.step() is True and acc.updates == 1
 
 
 def test_importing_the_pipeline_does_not_import_mpi4py():
