@@ -132,11 +132,6 @@ def to_device(x, device: str):
     return xp.asarray(x)
 
 
-def is_array(x) -> bool:
-    """True for a NumPy or a CuPy array."""
-    return isinstance(x, np.ndarray) or is_cupy_array(x)
-
-
 def as_array(x, dtype=None):
     """``x`` as an array where it already lives: a CuPy array stays on its GPU
     (``numpy.asarray`` refuses CuPy arrays: implicit conversion is not
@@ -145,6 +140,18 @@ def as_array(x, dtype=None):
     if is_cupy_array(x):
         return x if dtype is None else x.astype(dtype, copy=False)
     return np.asarray(x, dtype=dtype)
+
+
+def count_as(count, array):
+    """``count`` (an item total, a number of micro-batches) as a NumPy scalar to
+    divide ``array`` by: float64 for float64 arrays, float32 for every other.
+
+    ``float16_array /= 80000`` casts the Python number to float16 first, where
+    it is inf (float16 ends at 65,504), and the mean becomes 0; a float32
+    scalar makes NumPy and CuPy divide in float32 and round the quotient once.
+    For float32 arrays nothing changes (a float32 division, bit for bit).
+    """
+    return (np.float64 if array.dtype == np.float64 else np.float32)(count)
 
 
 def scatter_add(target, indices, values) -> None:

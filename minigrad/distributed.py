@@ -509,7 +509,8 @@ def reduce_window(accumulator) -> bool:
     Packs every parameter's accumulated gradient ``sum_j n_j grad L_j`` (zeros
     where a rank has none), one has-a-gradient flag per parameter, the item
     total, the item-weighted loss sum and a non-finite flag into **one**
-    contiguous NumPy buffer (the parameters' common dtype; CuPy gradients are
+    contiguous NumPy buffer (the parameters' common dtype, at least float32 so
+    that the item total is exact up to 2**24 and never inf; CuPy gradients are
     packed on the device and copied to the host once), runs **one** in-place
     ``Allreduce``, and writes the sums back: gradients (to their device), the
     global item total N and loss sum, the global non-finite flag.  The
@@ -525,7 +526,7 @@ def reduce_window(accumulator) -> bool:
     if not params:
         raise ValueError("reduce_window: the optimizer has no parameters")
     # BEGIN SOLUTION ch10.1
-    dtype = np.result_type(*[p.dtype for p in params])
+    dtype = np.result_type(np.float32, *[p.dtype for p in params])   # counts: never float16
     sizes = [int(np.prod(p.shape)) for p in params]
     n_grad = sum(sizes)
     xp = backend.get_array_module(params[0].data)

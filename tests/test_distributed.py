@@ -408,3 +408,15 @@ def test_sync_batchnorm_leaves_running_stats_alone_when_recomputed(float64):
 def test_broadcast_parameters_names_bad_arguments(args, error, message):
     with pytest.raises(error, match=message):
         dist.broadcast_parameters(*args, comm=dist.LocalCommunicator())
+
+
+def test_reduce_window_counts_beyond_float16_range():
+    # float16 parameters: the packed item total 80,000 must not become inf
+    w = minigrad.tensor(np.zeros(1, np.float16), requires_grad=True)
+    acc = GradientAccumulator(SGD([w], lr=1.0), 2, comm=dist.LocalCommunicator())
+    for _ in range(2):
+        x = minigrad.tensor(np.full(40_000, 1e-4, np.float16))
+        acc.backward((w * x).mean(), num_items=40_000)
+        acc.step()
+    assert acc.updates == 1
+    np.testing.assert_allclose(w.numpy(), [-1e-4], rtol=2e-3)

@@ -337,8 +337,8 @@ class GradientAccumulator:
             if self.window.nonfinite:   # an inf/nan loss: an overflow like any other
                 self.scaler._record_found_inf(self.optimizer)
         # BEGIN SOLUTION ch04.5
-        for p in params:
-            p.grad.data /= total        # sum_j n_j grad L_j -> grad of the window mean
+        for p in params:                # sum_j n_j grad L_j -> grad of the window mean
+            p.grad.data /= backend.count_as(total, p.grad.data)   # never a float16 count
         window_loss = self.window.loss_sum / total
         if self.window.nonfinite or not all_finite(params):
             self._skip_window(window_loss)

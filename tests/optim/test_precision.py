@@ -339,3 +339,16 @@ def test_load_state_dict_enforces_what_init_enforces(state, error, message):
 def test_bad_settings_name_the_setting(kwargs, error):
     with pytest.raises(error, match=f"GradScaler: {next(iter(kwargs))} must be"):
         GradScaler(**kwargs)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_an_item_total_beyond_float16_range_is_never_cast_to_float16(dtype):
+    # two micro-batches of 40,000 items: the total 80,000 is inf in float16
+    w = minigrad.tensor(np.zeros(1, dtype), requires_grad=True)
+    acc = GradientAccumulator(SGD([w], lr=1.0), 2)
+    for _ in range(2):
+        x = minigrad.tensor(np.full(40_000, 1e-4, dtype))
+        acc.backward((w * x).mean(), num_items=40_000)
+        acc.step()
+    assert acc.updates == 1
+    np.testing.assert_allclose(w.numpy(), [-1e-4], rtol=2e-3 if dtype == "float16" else 1e-6)
