@@ -26,6 +26,10 @@ class Adam(Optimizer):
     ``g*g``, so the first step moves each weight by ``lr * g / (|g| + eps)``,
     that is ``lr * sign(g)`` when ``|g| >> eps``.  Parameters whose ``.grad`` is None are skipped.
 
+    float16 and bfloat16 parameters are updated in float32, and their moments
+    are kept in float32 (``updates.in_opmath``, as PyTorch's fused Adam):
+    ``eps = 1e-8`` is 0 in float16, where a zero gradient would give 0/0.
+
     Args:
         params: Tensors or parameter groups (see :class:`Optimizer`).
         lr: learning rate, >= 0 (default 1e-3).
@@ -39,7 +43,8 @@ class Adam(Optimizer):
 
     decoupled_weight_decay = False
     _state_spec = {"step": "count", "exp_avg": "tensor", "exp_avg_sq": "tensor"}
-    _step_is_atomic = True     # checks pass before the first write (Optimizer._check_step)
+    _step_is_atomic = True
+    _state_dtype = staticmethod(updates.opmath_dtype)    # float16 params: float32 moments     # checks pass before the first write (Optimizer._check_step)
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
@@ -64,37 +69,41 @@ class Adam(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                xp = backend.get_array_module(p.data)
-                g = p.grad.data
-                state = self.state.setdefault(p, {})
-                if not state:
-                    state["step"] = 0
-                    state["exp_avg"] = xp.zeros_like(p.data)
-                    state["exp_avg_sq"] = xp.zeros_like(p.data)
-                state["step"] += 1
-                t = state["step"]
-                if weight_decay != 0:
-                    if self.decoupled_weight_decay:
-                        # BEGIN SOLUTION ch03.4
-                        p.data *= 1 - lr * weight_decay     # AdamW: shrink the weights
-                        # END SOLUTION
-                    else:
-                        g = g + weight_decay * p.data       # Adam: L2 in the gradient
-                # BEGIN SOLUTION ch03.3
-                m, v = state["exp_avg"], state["exp_avg_sq"]
-                bias_correction1 = 1 - beta1 ** t
-                bias_correction2_sqrt = math.sqrt(1 - beta2 ** t)
-                step_size = lr / bias_correction1
-                if updates.fused_on_gpu(p.data, g):         # the lines below, one GPU kernel
-                    updates.adam_update_gpu(p.data, m, v, g, beta1, beta2, step_size,
-                                            bias_correction2_sqrt, eps)
-                    continue
-                m += (1 - beta1) * (g - m)                  # = beta1*m + (1-beta1)*g
-                v *= beta2
-                v += (1 - beta2) * (g * g)
-                denom = xp.sqrt(v) / bias_correction2_sqrt + eps
-                p.data -= step_size * m / denom
+                with updates.in_opmath(p) as (data, g):     # float16: in float32
+                    self._update(p, data, g, lr, beta1, beta2, eps, weight_decay)
+
+    def _update(self, p, data, g, lr, beta1, beta2, eps, weight_decay) -> None:
+        """One parameter's step on ``data`` (``p.data``, or its float32 copy)."""
+        xp = backend.get_array_module(data)
+        state = self.state.setdefault(p, {})
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = xp.zeros_like(data)
+            state["exp_avg_sq"] = xp.zeros_like(data)
+        state["step"] += 1
+        t = state["step"]
+        if weight_decay != 0:
+            if self.decoupled_weight_decay:
+                # BEGIN SOLUTION ch03.4
+                data *= 1 - lr * weight_decay       # AdamW: shrink the weights
                 # END SOLUTION
+            else:
+                g = g + weight_decay * data         # Adam: L2 in the gradient
+        # BEGIN SOLUTION ch03.3
+        m, v = state["exp_avg"], state["exp_avg_sq"]
+        bias_correction1 = 1 - beta1 ** t
+        bias_correction2_sqrt = math.sqrt(1 - beta2 ** t)
+        step_size = lr / bias_correction1
+        if updates.fused_on_gpu(data, g):           # the lines below, one GPU kernel
+            updates.adam_update_gpu(data, m, v, g, beta1, beta2, step_size,
+                                    bias_correction2_sqrt, eps)
+            return
+        m += (1 - beta1) * (g - m)                  # = beta1*m + (1-beta1)*g
+        v *= beta2
+        v += (1 - beta2) * (g * g)
+        denom = xp.sqrt(v) / bias_correction2_sqrt + eps
+        data -= step_size * m / denom
+        # END SOLUTION
 
 
 class AdamW(Adam):

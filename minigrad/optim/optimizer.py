@@ -77,6 +77,11 @@ class Optimizer:
     # that arrays of the state have the parameter's shape.
     _state_spec: dict | None = None
 
+    @staticmethod
+    def _state_dtype(dtype):
+        """The dtype of the "tensor" buffers kept for a parameter of ``dtype``."""
+        return dtype
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "step" in cls.__dict__:              # hooks, checks and undo around it

@@ -132,9 +132,10 @@ def _check_saved_buffers(optimizer, name, index, buffers, p) -> dict:
         if (kind == "tensor" or v.ndim) and tuple(v.shape) != p.shape:
             raise ValueError(f"{name}: buffer {k!r} of parameter {index} has shape "
                              f"{tuple(v.shape)}, the parameter has shape {p.shape}")
-        if kind == "tensor" and v.dtype != p.dtype:
+        expected = optimizer._state_dtype(p.dtype)
+        if kind == "tensor" and v.dtype != expected:
             raise ValueError(f"{name}: buffer {k!r} of parameter {index} has dtype "
-                             f"{v.dtype}, the parameter has {p.dtype} (load into a "
-                             "model of the saved precision, or cast the state)")
+                             f"{v.dtype}, expected {expected} for a {p.dtype} parameter "
+                             "(load into a model of the saved precision, or cast the state)")
         restored[k] = backend.to_device(v, p.device).copy()
     return restored

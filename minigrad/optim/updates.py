@@ -16,6 +16,10 @@ memory.  The functions below compute the same numbers without it:
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
+import numpy as np
+
 from .. import backend
 
 BLOCK = 1 << 12          # elements per block of the CPU path
@@ -72,3 +76,32 @@ def adam_update_gpu(p, m, v, g, beta1: float, beta2: float, step_size: float,
         "v = v * beta2 + one_minus_beta2 * (g * g);"
         "p -= step_size * m / (sqrt(v) / bias_correction2_sqrt + eps);")
     kernel(g, 1 - beta1, beta2, 1 - beta2, step_size, bias_correction2_sqrt, eps, p, m, v)
+
+
+def opmath_dtype(dtype):
+    """The dtype an optimizer computes and keeps its state in for parameters of
+    ``dtype``: float32 for float16 and bfloat16, else ``dtype`` itself.
+
+    Adam's ``eps = 1e-8`` is 0 in float16 (whose smallest subnormal is 6e-8),
+    so a zero gradient gives 0 / 0 = nan, and its second moment ``g * g``
+    underflows below 2.4e-4.  PyTorch's fused optimizers compute in float32
+    ("opmath") for low-precision parameters for the same reason.
+    """
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype.kind == "f" and dtype.itemsize < 4 else \
+        (np.dtype(np.float32) if dtype.name == "bfloat16" else dtype)
+
+
+@contextmanager
+def in_opmath(p):
+    """``with in_opmath(p) as (data, grad):`` the parameter's value and gradient
+    to update, in :func:`opmath_dtype`: ``p.data`` and ``p.grad.data``
+    themselves for float32/float64; float32 copies for float16/bfloat16,
+    rounded back into ``p.data`` once, when the block ends without an
+    exception."""
+    if opmath_dtype(p.data.dtype) == p.data.dtype:
+        yield p.data, p.grad.data
+        return
+    data = p.data.astype(np.float32)
+    yield data, p.grad.data.astype(np.float32)
+    p.data[...] = data

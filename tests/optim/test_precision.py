@@ -352,3 +352,26 @@ def test_an_item_total_beyond_float16_range_is_never_cast_to_float16(dtype):
         acc.step()
     assert acc.updates == 1
     np.testing.assert_allclose(w.numpy(), [-1e-4], rtol=2e-3 if dtype == "float16" else 1e-6)
+
+
+@pytest.mark.parametrize("opt", [Adam, minigrad.optim.AdamW])
+def test_adam_updates_float16_parameters_in_float32(opt):
+    # eps = 1e-8 is 0 in float16: a zero gradient gave 0/0 = nan before
+    p = minigrad.tensor(np.array([1.0, 2.0, -3.0], np.float16), requires_grad=True)
+    ref = minigrad.tensor(p.numpy().astype(np.float32), requires_grad=True)
+    o16, o32 = opt([p], lr=1e-3), opt([ref], lr=1e-3)
+    for g in ([0.0, 1.0, -2.0], [0.0, 1e-4, 3.0], [0.0, 0.0, 0.0]):
+        p.grad = minigrad.tensor(np.array(g, np.float16))
+        ref.grad = minigrad.tensor(np.array(g, np.float16).astype(np.float32))
+        ref.data[...] = p.numpy()          # float32 arithmetic from the stored float16 value
+        o16.step()
+        o32.step()
+        assert p.dtype == np.float16 and np.isfinite(p.numpy()).all()
+        np.testing.assert_array_equal(p.numpy(), ref.numpy().astype(np.float16))
+    assert o16.state[p]["exp_avg"].dtype == np.float32
+    again = opt([p], lr=1e-3)
+    again.load_state_dict(o16.state_dict())             # float32 moments load back
+    with pytest.raises(ValueError, match="expected float32 for a float16 parameter"):
+        bad = o16.state_dict()
+        bad["state"][0]["exp_avg"] = bad["state"][0]["exp_avg"].astype(np.float16)
+        again.load_state_dict(bad)
