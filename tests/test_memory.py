@@ -150,3 +150,17 @@ def test_format_bytes():
     assert memory.format_bytes(1024) == "1.00 KiB"
     assert memory.format_bytes(3_500_000) == "3.34 MiB"
     assert memory.format_bytes(2 * 1024 ** 3) == "2.00 GiB"
+
+
+@pytest.mark.parametrize("max_grad_norm", [None, 1.0])
+def test_the_window_update_allocates_nothing_weight_sized_beyond_grad(max_grad_norm):
+    # the finite check and clipping of a window's update: with gradients of
+    # 4 MB, the update itself (divide, check, clip, SGD step) stays far below
+    # one more gradient's size
+    w = minigrad.tensor(np.zeros((1000, 1000), np.float32), requires_grad=True)
+    acc = optim.GradientAccumulator(optim.SGD([w], lr=0.1), 1, max_grad_norm=max_grad_norm)
+    x = minigrad.tensor(np.ones((1, 1000), np.float32))
+    acc.backward((x @ w).sum())
+    with memory.peak() as m:
+        assert acc.step()
+    assert m.peak_bytes < 0.25 * w.data.nbytes, m.peak_bytes
