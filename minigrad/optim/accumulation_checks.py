@@ -110,13 +110,26 @@ def num_items_weight(num_items):
     return int(num_items) if isinstance(num_items, numbers.Integral) else float(num_items)
 
 
+def check_retry(name, acc) -> None:
+    """RuntimeError when retrying the window's update would not be exact: the
+    optimizer's step raised inside its arithmetic, after writing some
+    parameters (see :class:`~minigrad.optim.Optimizer`)."""
+    if acc.window.prepared is not None and acc.optimizer._step_interrupted:
+        raise RuntimeError(f"{name}: the last update was interrupted inside the "
+                           "optimizer's step, after some parameters were written; a retry "
+                           "would step them twice. Restore the model, the optimizer and "
+                           "the accumulator from the last checkpoint (minigrad.load)")
+
+
 def check_step(acc) -> None:
+    check_retry("GradientAccumulator.step", acc)
     if not acc.window.awaiting_step:
         raise RuntimeError("GradientAccumulator.step: no backward() since the last "
                            "step(); call backward(loss) once per micro-batch first")
 
 
 def check_flush(acc) -> None:
+    check_retry("GradientAccumulator.flush", acc)
     if acc.window.awaiting_step:
         raise RuntimeError("GradientAccumulator.flush: the last backward() has no "
                            "step() yet; call step() before flush()")

@@ -54,10 +54,15 @@ class Optimizer:
     the parameters and the state and puts them back when it raises
     (:mod:`minigrad.optim.transaction` wraps every subclass's ``step``).
     ``load_state_dict`` checks the whole state before it replaces anything.
-    (In minigrad's own optimizers an exception from inside the arithmetic
-    itself, such as MemoryError, could still stop an update halfway: undoing
-    that would need a copy of every parameter at every step, which they do
-    not keep.)
+    What a step does *not* promise: in minigrad's own optimizers an
+    exception from inside the arithmetic itself (KeyboardInterrupt,
+    MemoryError) can stop an update halfway, the parameters before that point
+    stepped and the rest not; undoing it would need a copy of every parameter
+    at every step, which they do not keep.  Such a step sets
+    ``_step_interrupted``; :class:`~minigrad.optim.GradientAccumulator` then
+    refuses to retry the window (a retry would step the early parameters
+    twice) and says to restore the last checkpoint.  PyTorch's optimizers
+    promise no more.
 
     Raises:
         TypeError: ``params`` is a single Tensor or holds something that is not
@@ -76,6 +81,7 @@ class Optimizer:
     # int >= 0).  Subclasses set it; None (a custom optimizer) checks only
     # that arrays of the state have the parameter's shape.
     _state_spec: dict | None = None
+    _step_interrupted = False   # the last step raised inside its arithmetic (see above)
 
     @staticmethod
     def _state_dtype(dtype):

@@ -26,7 +26,12 @@ def step_with_hooks(step):
             hook(self, args, kwargs)
         self._check_step()          # everything the update reads, before it writes
         if self._step_is_atomic:
-            result = step(self, *args, **kwargs)
+            try:
+                result = step(self, *args, **kwargs)
+            except BaseException:   # inside the arithmetic: some parameters may be written
+                self._step_interrupted = True
+                raise
+            self._step_interrupted = False
         else:
             result = step_or_restore(self, step, args, kwargs)
         self._loaded_lrs = None     # see LRScheduler.load_state_dict

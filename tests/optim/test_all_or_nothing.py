@@ -500,3 +500,33 @@ def test_a_parameter_replaced_after_the_state_was_made_updates_nothing(float64, 
     with pytest.raises(ValueError, match="buffer .* nothing was updated"):
         opt.step()
     assert _equal(_everything(model, opt), before)
+
+
+@pytest.mark.parametrize("where", ["step", "flush"])
+def test_an_interrupted_atomic_step_refuses_an_inexact_retry(monkeypatch, float64, where):
+    """An interrupt inside SGD's arithmetic (after its checks) leaves the first
+    parameter stepped: the accumulator refuses the retry that would step it twice."""
+    from minigrad.optim import updates
+    model = make_mlp()
+    opt = SGD(model.parameters(), lr=0.1)
+    acc = GradientAccumulator(opt, 2)
+    batches = classification_batches(2, 4)
+    acc.backward(ce_loss(model, *batches[0]), num_items=4)
+    if where == "flush":
+        acc.step()
+    else:
+        acc.step()
+        acc.backward(ce_loss(model, *batches[1]), num_items=4)
+    calls, real = [], updates.sub_scaled_
+
+    def interrupted(p, lr, g):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        real(p, lr, g)
+    monkeypatch.setattr(updates, "sub_scaled_", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        acc.step() if where == "step" else acc.flush()
+    assert opt._step_interrupted
+    with pytest.raises(RuntimeError, match="interrupted inside the optimizer's step"):
+        acc.step() if where == "step" else acc.flush()
