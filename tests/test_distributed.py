@@ -420,3 +420,10 @@ def test_reduce_window_counts_beyond_float16_range():
         acc.step()
     assert acc.updates == 1
     np.testing.assert_allclose(w.numpy(), [-1e-4], rtol=2e-3)
+
+
+@pytest.mark.parametrize("comm", ["x", 3, object()])
+def test_an_accumulator_refuses_a_communicator_that_is_none(comm):
+    w = minigrad.tensor(np.zeros(1), requires_grad=True)
+    with pytest.raises(TypeError, match="comm must be a communicator"):
+        GradientAccumulator(SGD([w], lr=0.1), 2, comm=comm)

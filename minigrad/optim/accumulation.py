@@ -168,7 +168,8 @@ class GradientAccumulator:
                  scheduler=None, model=None, comm=None, dtype=None, compensated=False,
                  scaler=None):
         self.max_grad_norm = checks.check_accumulator(optimizer, accumulation_steps,
-                                                      max_grad_norm, scheduler, model, scaler)
+                                                      max_grad_norm, scheduler, model, scaler,
+                                                      comm)
         self.optimizer, self.accumulation_steps = optimizer, int(accumulation_steps)
         self.scheduler, self.model, self.comm, self.scaler = scheduler, model, comm, scaler
         if model is not None:

@@ -16,7 +16,7 @@ from .optimizer import Optimizer
 
 
 def check_accumulator(optimizer, accumulation_steps, max_grad_norm, scheduler, model,
-                      scaler):
+                      scaler, comm=None):
     """Check the constructor's arguments; returns ``max_grad_norm`` as a float (or None)."""
     owner = "GradientAccumulator"
     if not isinstance(optimizer, Optimizer):
@@ -40,6 +40,11 @@ def check_accumulator(optimizer, accumulation_steps, max_grad_norm, scheduler, m
     if scaler is not None and not isinstance(scaler, GradScaler):
         raise TypeError(f"{owner}: scaler must be a minigrad.optim.GradScaler, "
                         f"got {type(scaler).__name__}")
+    if comm is not None and not all(callable(getattr(comm, m, None))
+                                    for m in ("Allreduce", "Get_size", "Get_rank")):
+        raise TypeError(f"{owner}: comm must be a communicator (minigrad.distributed.init(), "
+                        f"an mpi4py Comm), with Allreduce, Get_size and Get_rank; got "
+                        f"{type(comm).__name__}")
     return max_grad_norm
 
 
