@@ -423,7 +423,7 @@ def test_reduce_window_counts_beyond_float16_range():
 
 
 @pytest.mark.parametrize("comm", ["x", 3, object()])
-def test_an_accumulator_refuses_a_communicator_that_is_none(comm):
+def test_an_accumulator_refuses_a_comm_that_is_no_communicator(comm):
     w = minigrad.tensor(np.zeros(1), requires_grad=True)
     with pytest.raises(TypeError, match="comm must be a communicator"):
         GradientAccumulator(SGD([w], lr=0.1), 2, comm=comm)
