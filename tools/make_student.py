@@ -26,7 +26,7 @@ if __package__ in (None, ""):                       # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "tools"
 
-from tools import exercises, solutions  # noqa: E402
+from tools import exercises, redact, solutions  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EXCLUDED_PREFIXES = ("chapters/answers/",)
@@ -128,6 +128,7 @@ def write_student_copy(dest: Path, *, root: Path = ROOT, chapters: str | None = 
                            encoding="utf-8")
         else:
             _copy(src, out, link)
+    counts["redacted_blocks"] = len(redact.redact(root, dest, blanked))
     summary = {"blanked": blanked,
                "titles": {i: exercises.EXERCISES.get(i, "") for i in blanked},
                "chapters": chapters or "all", **counts}
