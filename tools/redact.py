@@ -118,6 +118,7 @@ class Redactor:
             for region in self.by_id.get(ident, []):
                 self.regions_by_file.setdefault(region.path, []).append(region)
         self._sources: dict[str, str] = {}
+        self._functions: dict[str, set[str]] = {}
         self.replaced: list[tuple[str, int, list[str]]] = []   # (document, line, ids)
 
     # -- which exercises a block shows
@@ -157,8 +158,10 @@ class Redactor:
         """``Class.method`` or ``function`` holding the region: the outermost
         function around it (a nested helper is named by its parent)."""
         import ast  # noqa: PLC0415
-        tree = ast.parse((self.root / region.path).read_text(encoding="utf-8"))
-        names = {name for name, _ in solutions._functions(tree)}
+        if region.path not in self._functions:
+            tree = ast.parse((self.root / region.path).read_text(encoding="utf-8"))
+            self._functions[region.path] = {name for name, _ in solutions._functions(tree)}
+        names = self._functions[region.path]
         parts = region.function.split(".")
         return next(".".join(parts[:n]) for n in range(1, len(parts) + 1)
                     if ".".join(parts[:n]) in names)
