@@ -216,11 +216,23 @@ def pytest_sessionfinish(session, exitstatus):
     Path(path).write_text(json.dumps(report, indent=0), encoding="utf-8")
 
 
+_STUB_FAILURE_RE = re.compile(r"NotImplementedError: Exercise (\d+\.\d+) — |"
+                              r"this needs Exercise (\d+\.\d+) — ")
+
+
 def _stub_in_failure(report):
     """The exercise id whose stub raised in this failed test, or None."""
     text = str(report.longrepr) if report.longrepr is not None else ""
-    found = re.findall(r"NotImplementedError: Exercise (\d+\.\d+) — ", text)
+    found = [a or b for a, b in _STUB_FAILURE_RE.findall(text)]
     return found[-1] if found else None
+
+
+def _first_diagnostic(report) -> str:
+    """One line saying why a test failed: its crash message's first line."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = crash.message if crash is not None else str(report.longrepr or "")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else "failed"
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -233,17 +245,65 @@ def pytest_runtest_makereport(item, call):
             item.config.stash[_RESULTS].get("student"):
         # In the student copy a stub's traceback says nothing new: one line instead.
         report.longrepr = f"NotImplementedError: {call.excinfo.value}"
-    ids = [m.args[0] for m in item.iter_markers("exercise") if m.args]
-    if not ids:
-        return
-    results = item.config.stash[_RESULTS].setdefault("tests", {})
     if report.when == "call" or report.failed or report.skipped:
         if report.passed and report.when != "call":
             return
         state = "passed" if report.passed else "skipped" if report.skipped else "failed"
         stub = _stub_in_failure(report) if report.failed else None
-        for ident in ids:
-            results.setdefault(ident, []).append((state, stub))
+        message = _first_diagnostic(report) if report.failed else ""
+        tests = item.config.stash[_RESULTS].setdefault("outcomes", {})
+        if tests.get(item.nodeid, ("passed",))[0] == "passed":
+            tests[item.nodeid] = (state, stub, message)
+
+
+def tests_by_exercise(collected: dict, mapping: dict | None) -> dict[str, set]:
+    """Exercise id -> the tests that exercise it: those marked with it, and
+    those that run a line of its regions (tools/dependencies.json)."""
+    out: dict[str, set] = {}
+    for nodeid, info in collected.items():
+        for ident in info["exercises"]:
+            out.setdefault(ident, set()).add(nodeid)
+    for nodeid, ids in (mapping or {}).get("tests", {}).items():
+        if nodeid in collected:
+            for ident in ids:
+                out.setdefault(ident, set()).add(nodeid)
+    return out
+
+
+def exercise_row(ident, outcomes, stubs_left):
+    """(status, detail) of one exercise from its tests' (state, stub, message).
+
+    passed: every test of it passed (or skipped); not started: its stub is
+    still in the library; needs N.M: one of its tests stops at the stub of an
+    exercise of its chapter or an earlier one; failing: a test of it fails
+    for another reason than a stub (detail: the first such test and its
+    message); waits for N.M: its own code works, but tests that also run a
+    later exercise stop at that one's stub (they count once it is done).
+    """
+    states = [o[0] for o in outcomes]
+    if states and all(s == "skipped" for s in states):
+        return "skipped", ""
+    if all(s in ("passed", "skipped") for s in states):
+        return "passed", ""
+    if ident in stubs_left:
+        return "not started", ""
+    failed = [o for o in outcomes if o[0] != "passed" and o[0] != "skipped"]
+    real = [o for o in failed if not o[1] or o[1] == ident]
+    if real:
+        nodeid = real[0][3] if len(real[0]) > 3 else ""
+        return "failing", f"{nodeid}: {real[0][2]}" if nodeid else real[0][2]
+    others = sorted({o[1] for o in failed}, key=exercises.sort_key)
+    earlier = [o for o in others if exercises.sort_key(o) < exercises.sort_key(ident)
+               or exercises.chapter_of(o) == exercises.chapter_of(ident)]
+    if earlier:
+        return "needs " + ", ".join(earlier), ""
+    shown = ", ".join(others[:3]) + (", …" if len(others) > 3 else "")
+    return f"waits for {shown}", f"{len(failed)} test(s) also run {shown}"
+
+
+def exercise_status(ident, outcomes, stubs_left):
+    """The status word of :func:`exercise_row` (outcomes: (state, stub) pairs)."""
+    return exercise_row(ident, [(s, stub, "") for s, stub in outcomes], stubs_left)[0]
 
 
 def _stubs_left(root: Path) -> set:
@@ -251,22 +311,6 @@ def _stubs_left(root: Path) -> set:
     for path in (root / "minigrad").rglob("*.py"):
         found.update(STUB_RE.findall(path.read_text(encoding="utf-8")))
     return found
-
-
-def exercise_status(ident, outcomes, stubs_left):
-    """passed / not started / needs N.M / failing / skipped, from (state, stub) pairs."""
-    states = [s for s, _ in outcomes]
-    if states and all(s == "skipped" for s in states):
-        return "skipped"
-    if all(s in ("passed", "skipped") for s in states):
-        return "passed"
-    if ident in stubs_left:
-        return "not started"
-    others = sorted({stub for s, stub in outcomes if s == "failed" and stub and stub != ident},
-                    key=exercises.sort_key)
-    if others:
-        return "needs " + ", ".join(others)
-    return "failing"
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -277,29 +321,67 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             f"note: {len(unmapped)} test file(s) have no chapter in tests/chapters.py: "
             + ", ".join(unmapped))
     root = Path(config.rootpath)
-    info = _student_info(root)
-    if info is None and not config.getoption("--progress"):
+    if _student_info(root) is None and not config.getoption("--progress"):
         return
-    results = stash.get("tests", {})
-    if not results:
-        return
-    stubs_left = _stubs_left(root)
-    terminalreporter.section("exercises")
+    stash["table"] = progress_table(stash.get("outcomes", {}), stash.get("collected", {}),
+                                    _dependency_map(root), _stubs_left(root))
+
+
+def _dependency_map(root: Path):
+    path = root / "tools" / "dependencies.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def progress_table(outcomes: dict, collected: dict, mapping, stubs_left) -> list[str]:
+    """The lines of the progress table: one row per exercise whose tests ran,
+    a row for failing tests that exercise no exercise, and a tally."""
+    by_exercise = tests_by_exercise(collected, mapping)
     rows = []
-    for ident in sorted(results, key=exercises.sort_key):
-        status = exercise_status(ident, results[ident], stubs_left)
-        n_pass = sum(s == "passed" for s, _ in results[ident])
-        n_ran = sum(s != "skipped" for s, _ in results[ident])
-        rows.append((ident, exercises.EXERCISES[ident], status, f"{n_pass}/{n_ran}"))
-    width = max(len(r[1]) for r in rows)
-    terminalreporter.write_line(f"{'exercise':8}  {'title':{width}}  {'tests':>5}  status")
-    for ident, title, status, tally in rows:
-        markup = {"green": status == "passed", "yellow": status == "not started",
-                  "red": status not in ("passed", "not started", "skipped")}
-        terminalreporter.write_line(f"{ident:8}  {title:{width}}  {tally:>5}  {status}",
-                                    **markup)
-    counts = {}
+    for ident in sorted(by_exercise, key=exercises.sort_key):
+        ran = [outcomes[n] + (n,) for n in sorted(by_exercise[ident]) if n in outcomes]
+        if not ran:
+            continue
+        status, detail = exercise_row(ident, ran, stubs_left)
+        n_pass = sum(o[0] == "passed" for o in ran)
+        n_ran = sum(o[0] != "skipped" for o in ran)
+        rows.append((ident, exercises.EXERCISES[ident], status, f"{n_pass}/{n_ran}", detail))
+    if not rows and not outcomes:
+        return []
+    covered = set().union(*by_exercise.values()) if by_exercise else set()
+    loose = sorted(n for n, o in outcomes.items() if n not in covered and o[0] == "failed")
+    width = max([len(r[1]) for r in rows] + [20])
+    lines = [f"{'exercise':8}  {'title':{width}}  {'tests':>7}  status"]
+    for ident, title, status, tally, detail in rows:
+        lines.append(f"{ident:8}  {title:{width}}  {tally:>7}  {status}"
+                     + (f": {_shorten(detail)}" if status == "failing" and detail else ""))
+    if loose:
+        lines.append(f"{len(loose)} failing test(s) of no exercise: "
+                     f"{_shorten(loose[0] + ': ' + outcomes[loose[0]][2])}")
+    counts: dict[str, int] = {}
     for row in rows:
-        key = row[2].split(" ")[0] if row[2].startswith("needs") else row[2]
+        key = row[2].split(" ")[0] if row[2].split(" ")[0] in ("needs", "waits") else row[2]
         counts[key] = counts.get(key, 0) + 1
-    terminalreporter.write_line(", ".join(f"{v} {k}" for k, v in counts.items()))
+    green = all(r[2] in ("passed", "skipped") for r in rows) and not loose
+    lines.append(", ".join(f"{v} {k}" for k, v in counts.items())
+                 + ("; every exercise passed" if green else ""))
+    return lines
+
+
+def _shorten(text: str, width: int = 160) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config):
+    """The table is the last thing printed, after pytest's own summary line."""
+    lines = config.stash.get(_RESULTS, {}).get("table")
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if not lines or reporter is None:
+        return
+    reporter.write_sep("=", "exercises")
+    for line in lines:
+        status = line.rsplit("  ", 1)[-1]
+        markup = {"green": status.startswith("passed"),
+                  "yellow": status.startswith(("not started", "waits")),
+                  "red": status.startswith(("failing", "needs"))}
+        reporter.write_line(line, **markup)

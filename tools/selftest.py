@@ -12,6 +12,9 @@ For every exercise E of tools/exercises.py:
 (c) the full student copy (every exercise blanked) collects without an error,
     and the tests of chapter 0 (data sets, command-line checks, tooling), which
     need no exercise, pass in it;
+(m) the dependency map (tools/dependencies.json: which tests run which
+    region, from a coverage run) is current: the regions and the collected
+    tests are those it was generated from;
 (d) on a copy with every exercise after E blanked (a student who has done the
     exercises in order, up to E), every test of E passes: no test of E
     depends on a later exercise.
@@ -39,7 +42,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "tools"
 
-from tools import exercises, solutions  # noqa: E402
+from tools import dependencies, exercises, solutions  # noqa: E402
 from tools.make_student import EXCLUDED_PREFIXES, write_student_copy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -126,6 +129,10 @@ def main(argv=None) -> int:
         for ident in selected:
             if not by_exercise.get(ident):
                 failures.append(f"exercise {ident} has no test marked exercise({ident!r})")
+        stale = dependencies.check(ROOT, set(tests))
+        failures += [f"(m) {problem}" for problem in stale]
+        print(f"selftest: (m) {dependencies.MAP_FILE} is "
+              + ("current" if not stale else "out of date (below)"))
         unmapped = sorted({n.split("::")[0] for n, i in tests.items() if i["chapter"] is None})
         if unmapped:
             print(f"selftest: warning: test files without a chapter: {', '.join(unmapped)}")
