@@ -135,8 +135,6 @@ TESTS = {
     "tests/test_cli.py::test_verify_plots": 8,
     "tests/test_cli.py::test_verify_quick_json": 8,  # 2.9, 3.9, 4.3, 6.3, 8.1
     "tests/test_memory.py::test_peak_on_cuda_without_gpu_raises": 9,  # 9.1
-    "tests/docs/test_chapters.py::test_python_blocks_run_and_show_their_numbers"
-    "[chapters/01_autograd.md]": 4,  # 4.1: backward adds into .grad
     "tests/test_backward_driver.py::test_accumulated_window_peaks_at_one_step_plus_one_gradient": 4,
     "tests/test_backward_driver.py::test_two_passes_add_in_the_same_order_as_one_summed_gradient": 4,
     "tests/test_chapter_figures.py::test_checkpoint_counts_match_the_graph": 7,

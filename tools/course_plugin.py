@@ -345,10 +345,10 @@ def progress_table(outcomes: dict, collected: dict, mapping, stubs_left) -> list
         n_pass = sum(o[0] == "passed" for o in ran)
         n_ran = sum(o[0] != "skipped" for o in ran)
         rows.append((ident, exercises.EXERCISES[ident], status, f"{n_pass}/{n_ran}", detail))
-    if not rows and not outcomes:
-        return []
     covered = set().union(*by_exercise.values()) if by_exercise else set()
     loose = sorted(n for n, o in outcomes.items() if n not in covered and o[0] == "failed")
+    if not rows and not loose:
+        return []
     width = max([len(r[1]) for r in rows] + [20])
     lines = [f"{'exercise':8}  {'title':{width}}  {'tests':>7}  status"]
     for ident, title, status, tally, detail in rows:

@@ -8,7 +8,7 @@ exercise as passed only when every test exercising it passed, and the chapter
 of a test (tests/chapters.py) is the latest chapter whose exercise it runs.
 
     python tools/dependencies.py            # regenerate (a few minutes on 2 cores)
-    python tools/dependencies.py --update   # trace only new tests (no region changed)
+    python tools/dependencies.py --update [TEST ...]   # trace only new (and these) tests
     python tools/dependencies.py --check    # is the committed map current? (make selftest)
 
 The map records a hash of every region's body: the check fails when a region
@@ -183,6 +183,9 @@ def main(argv=None) -> int:
     parser.add_argument("--update", action="store_true",
                         help="trace only the tests the map lacks (and drop those gone) "
                              "when no region changed; else a full run")
+    parser.add_argument("tests", nargs="*",
+                        help="with --update: tests (ids or files) to trace again as well, "
+                             "e.g. after editing them")
     args = parser.parse_args(argv)
     if args.check:
         problems = check(ROOT, None)
@@ -192,7 +195,7 @@ def main(argv=None) -> int:
     old = load(ROOT)
     if args.update and old is not None and old["regions"] == region_hashes(ROOT):
         collected = _collect(ROOT)
-        new = sorted(collected - set(old["tests"]))
+        new = sorted(collected - set(old["tests"])) + list(args.tests)
         mapping = generate(ROOT, new) if new else dict(old, tests={})
         tests = {n: ids for n, ids in old["tests"].items() if n in collected}
         tests.update(mapping["tests"])
