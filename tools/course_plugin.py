@@ -40,6 +40,9 @@ def pytest_addoption(parser):
                     help="end with the table of exercises (default in the student copy)")
     group.addoption("--notebooks", action="store_true",
                     help="collect the notebooks in the student copy too")
+    group.addoption("--run-blocked", action="store_true",
+                    help="in the student copy, also run the tests that need an exercise "
+                         "not started (they stop at its stub)")
     group.addoption("--course-report", default=None, metavar="PATH",
                     help="write JSON: every collected test's chapter, exercises and "
                          "outcome, and the file minigrad was imported from (make selftest)")
@@ -114,8 +117,7 @@ def pytest_configure(config):
             f"(an installed copy shadows this one); run them with {root} first on "
             "sys.path, e.g. from that folder with `python -m pytest`")
     paths, tests = _chapter_map()
-    notebooks = {int(p.name[:2]) for p in (root / "notebooks").glob("[0-9][0-9]_*.ipynb")}
-    for chapter in sorted(set(paths.values()) | set(tests.values()) | notebooks):
+    for chapter in sorted(set(paths.values()) | set(tests.values()) | _known_chapters(root)):
         config.addinivalue_line("markers", f"chapter{chapter:02d}: a test of chapter "
                                 f"{chapter} of the course (tests/chapters.py)")
     config.addinivalue_line("markers", "exercise(id): a test of the graded exercise id, "
@@ -124,12 +126,17 @@ def pytest_configure(config):
 
 
 def pytest_sessionstart(session):
-    """In the student copy the progress table is the end of the report: no
-    one-line-per-failure summary after it (errors are still listed)."""
-    if session.config.stash[_RESULTS].get("student"):
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.reportchars = "".join(c for c in reporter.reportchars if c in "E")
+    """In the student copy ``make test`` is short: no tracebacks (the table
+    gives each failing exercise's first diagnostic; ``make check EX=N.M``
+    shows them in full) and no one-line-per-failure summary."""
+    config = session.config
+    if config.stash[_RESULTS].get("student") and not config.getoption("--exercise"):
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        asked = any(str(a).startswith("-r") for a in config.invocation_params.args)
+        if reporter is not None and not asked:
+            reporter.reportchars = ""
+        if config.option.tbstyle == "auto":
+            config.option.tbstyle = "no"
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -139,19 +146,59 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
-def _selected_chapters(text):
+def _known_chapters(root: Path) -> set[int]:
+    """0 (tooling, data) and every chapter with an exercise or a notebook."""
+    notebooks = {int(p.name[:2]) for p in (root / "notebooks").glob("[0-9][0-9]_*.ipynb")}
+    return {0} | {exercises.chapter_of(i) for i in exercises.EXERCISES} | notebooks
+
+
+def _selected_chapters(text, known=None):
     try:
-        return {exercises.chapter_of(i) for i in
-                exercises.parse_selection(text, {f"{c}.1" for c in range(0, 13)})}
+        wanted = {exercises.chapter_of(i) for i in
+                  exercises.parse_selection(text, {f"{c}.1" for c in range(0, 100)})}
     except ValueError as e:
         raise pytest.UsageError(f"--chapter / CHAPTER: {e}") from None
+    if known is not None and not wanted & known:
+        raise pytest.UsageError(
+            f"--chapter / CHAPTER={text}: there is no such chapter; the chapters are "
+            f"{_ranges(sorted(known))} (0: the data sets and tools)")
+    return wanted
+
+
+def _ranges(numbers) -> str:
+    """[0, 1, 2, 3, 5] -> '0-3, 5'."""
+    out, start = [], None
+    for i, n in enumerate(numbers):
+        if start is None:
+            start = n
+        if i + 1 == len(numbers) or numbers[i + 1] != n + 1:
+            out.append(f"{start}" if start == n else f"{start}-{n}")
+            start = None
+    return ", ".join(out)
+
+
+def test_chapter(nodeid, paths, tests, mapping):
+    """The chapter of a test: the latest of its place (tests/chapters.py) and
+    of the exercises whose regions it runs (tools/dependencies.json)."""
+    base = chapter_of_nodeid(nodeid, paths, tests)
+    deps = (mapping or {}).get("tests", {}).get(nodeid, [])
+    if not deps:
+        return base
+    return max(base or 0, max(exercises.chapter_of(i) for i in deps))
+
+
+test_chapter.__test__ = False       # not a test of pytest's
 
 
 def pytest_collection_modifyitems(session, config, items):
     paths, tests = _chapter_map()
+    root = Path(config.rootpath)
+    mapping = _dependency_map(root)
+    stash = config.stash[_RESULTS]
     unmapped = set()
+    chapters = {}
     for item in items:
-        chapter = chapter_of_nodeid(item.nodeid, paths, tests)
+        chapter = chapters[item.nodeid] = test_chapter(item.nodeid, paths, tests, mapping)
         if chapter is None:
             unmapped.add(item.nodeid.split("::", 1)[0])
         else:
@@ -160,15 +207,14 @@ def pytest_collection_modifyitems(session, config, items):
             if len(mark.args) != 1 or mark.args[0] not in exercises.EXERCISES:
                 raise pytest.UsageError(f"{item.nodeid}: exercise marker {mark.args} names "
                                         "no exercise of tools/exercises.py")
-    config.stash[_RESULTS]["unmapped"] = sorted(unmapped)
-    config.stash[_RESULTS]["collected"] = {
-        item.nodeid: {"chapter": chapter_of_nodeid(item.nodeid, paths, tests),
+    stash["unmapped"] = sorted(unmapped)
+    stash["collected"] = {
+        item.nodeid: {"chapter": chapters[item.nodeid],
                       "exercises": [m.args[0] for m in item.iter_markers("exercise")]}
         for item in items}
     chapter_text, exercise_text = config.getoption("--chapter"), config.getoption("--exercise")
-    if not chapter_text and not exercise_text:
-        return
-    wanted_chapters = _selected_chapters(chapter_text) if chapter_text else None
+    wanted_chapters = _selected_chapters(chapter_text, _known_chapters(root)) \
+        if chapter_text else None
     wanted_ids = None
     if exercise_text:
         wanted_ids = {i.strip() for i in exercise_text.split(",") if i.strip()}
@@ -178,14 +224,38 @@ def pytest_collection_modifyitems(session, config, items):
                                     "ids look like 3.2 (see tools/exercises.py)")
     keep, drop = [], []
     for item in items:
-        chapter = chapter_of_nodeid(item.nodeid, paths, tests)
-        ok = wanted_chapters is None or chapter in wanted_chapters
+        ok = wanted_chapters is None or chapters[item.nodeid] in wanted_chapters
         if wanted_ids is not None:
             ok = ok and any(m.args and m.args[0] in wanted_ids
                             for m in item.iter_markers("exercise"))
         (keep if ok else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+    if stash.get("student") and not config.getoption("--run-blocked"):
+        _hold_back_blocked(config, items, mapping, _stubs_left(root))
+
+
+def _hold_back_blocked(config, items, mapping, stubs_left):
+    """Tests that run the region of an exercise not started (its stub still
+    raises) would only fail at that stub: they are not run, and count in the
+    table as stopping at it (``--run-blocked`` runs them anyway)."""
+    deps = (mapping or {}).get("tests", {})
+    outcomes = config.stash[_RESULTS].setdefault("outcomes", {})
+    keep, held = [], []
+    for item in items:
+        ids = set(deps.get(item.nodeid, [])) | {m.args[0] for m in
+                                                item.iter_markers("exercise") if m.args}
+        blocked = sorted(ids & stubs_left, key=exercises.sort_key)
+        if blocked:
+            outcomes[item.nodeid] = ("failed", blocked[0],
+                                     f"not run: needs {', '.join(blocked)}")
+            held.append(item)
+        else:
+            keep.append(item)
+    if held:
+        config.stash[_RESULTS]["held"] = len(held)
+        config.hook.pytest_deselected(items=held)
         items[:] = keep
 
 
@@ -202,7 +272,21 @@ _OUTCOMES: dict = {}
 
 
 def pytest_sessionfinish(session, exitstatus):
-    path = session.config.getoption("--course-report")
+    config = session.config
+    stash = config.stash[_RESULTS]
+    root = Path(config.rootpath)
+    if stash.get("student") or config.getoption("--progress"):
+        table = progress_table(stash.get("outcomes", {}), stash.get("collected", {}),
+                               _dependency_map(root), _stubs_left(root))
+        stash["table"] = table
+        green = not table or table[-1].endswith("every exercise passed")
+        # Tests held back (they need an exercise not started) count as failing.
+        if not green and session.exitstatus in (0, 5):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    for nodeid, outcome in stash.get("outcomes", {}).items():
+        if nodeid not in _OUTCOMES and outcome[2].startswith("not run: needs"):
+            _OUTCOMES[nodeid] = "blocked"
+    path = config.getoption("--course-report")
     if not path:
         return
     import minigrad  # noqa: PLC0415
@@ -210,7 +294,7 @@ def pytest_sessionfinish(session, exitstatus):
     collected = stash.get("collected", {})
     report = {"minigrad": str(Path(minigrad.__file__).resolve().parent),
               "rootdir": str(Path(session.config.rootpath).resolve()),
-              "exitstatus": int(exitstatus),
+              "exitstatus": int(session.exitstatus),
               "tests": {nodeid: dict(info, outcome=_OUTCOMES.get(nodeid, "not run"))
                         for nodeid, info in collected.items()}}
     Path(path).write_text(json.dumps(report, indent=0), encoding="utf-8")
@@ -320,11 +404,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line(
             f"note: {len(unmapped)} test file(s) have no chapter in tests/chapters.py: "
             + ", ".join(unmapped))
-    root = Path(config.rootpath)
-    if _student_info(root) is None and not config.getoption("--progress"):
-        return
-    stash["table"] = progress_table(stash.get("outcomes", {}), stash.get("collected", {}),
-                                    _dependency_map(root), _stubs_left(root))
+    if stash.get("held"):
+        terminalreporter.write_line(
+            f"{stash['held']} tests not run: they need exercises not started (the table "
+            "says which); `make test ARGS=--run-blocked` runs them anyway")
 
 
 def _dependency_map(root: Path):
@@ -336,6 +419,9 @@ def progress_table(outcomes: dict, collected: dict, mapping, stubs_left) -> list
     """The lines of the progress table: one row per exercise whose tests ran,
     a row for failing tests that exercise no exercise, and a tally."""
     by_exercise = tests_by_exercise(collected, mapping)
+    for nodeid, outcome in outcomes.items():     # a stub named by a failure the
+        if outcome[1]:                          # coverage run could not see
+            by_exercise.setdefault(outcome[1], set()).add(nodeid)
     rows = []
     for ident in sorted(by_exercise, key=exercises.sort_key):
         ran = [outcomes[n] + (n,) for n in sorted(by_exercise[ident]) if n in outcomes]

@@ -53,7 +53,7 @@ def run_pytest(tree: Path, args: list[str], label: str, timeout: int = 1800) -> 
     report_path = Path(tempfile.mkstemp(prefix="selftest-", suffix=".json")[1])
     env = dict(os.environ, PYTHONPATH=str(tree), MPLBACKEND="Agg",
                MINIGRAD_HYPOTHESIS_PROFILE="selftest", PYTHONDONTWRITEBYTECODE="1")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--run-blocked",
            "--course-report", str(report_path), *args]
     started = time.monotonic()
     proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,

@@ -143,3 +143,38 @@ def test_progress_table_in_a_student_tree(tmp_path):
     assert lines["1.2"].rstrip().endswith("not started"), out
     assert "failing: tests/test_x.py::test_div: AssertionError: the quotient is wrong" \
         in lines["1.3"], out
+
+
+def test_tests_of_an_exercise_not_started_are_held_back_and_fail_the_run(tmp_path):
+    """A test that runs the region of an exercise whose stub is still there is
+    not run; the table counts it, and the exit status is 1."""
+    tree = _tiny_tree(tmp_path, '''
+        import pytest
+
+        def test_uses_mul():
+            raise AssertionError("this test must not run")
+
+        @pytest.mark.exercise("1.1")
+        def test_add():
+            assert True
+    ''', {"tests/test_x.py::test_uses_mul": ["1.2"]})
+    (tree / "minigrad" / "__init__.py").write_text(
+        'def mul():\n    raise NotImplementedError("Exercise 1.2 — Mul.backward: the '
+        'product rule: see x")\n')
+    code, out = _run(tree)
+    assert code == 1, out
+    assert "must not run" not in out
+    assert "1 tests not run: they need exercises not started" in out
+    rows = {line.split()[0]: line for line in out.splitlines() if line[:3] in ("1.1", "1.2")}
+    assert rows["1.1"].rstrip().endswith("passed") and rows["1.2"].rstrip().endswith(
+        "not started"), out
+
+
+def test_a_chapter_that_does_not_exist_is_an_error_naming_the_chapters(tmp_path):
+    tree = _tiny_tree(tmp_path, "def test_x():\n    assert True\n", {})
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "tests", "--chapter", "13"], cwd=tree,
+                          env={"PYTHONPATH": str(tree), "PATH": ""},
+                          capture_output=True, text=True)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "CHAPTER=13: there is no such chapter; the chapters are 0-12" in proc.stderr

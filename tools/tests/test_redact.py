@@ -13,6 +13,9 @@ from tests.docs.markdown import anchors, blocks, document_text, quote_found
 from tools import make_student, redact, solutions
 
 ROOT = Path(__file__).resolve().parents[2]
+# The student copy has no regions left to check against (and no answers).
+pytestmark = pytest.mark.skipif((ROOT / "student.json").is_file(),
+                                reason="needs the reference's regions")
 
 
 @pytest.fixture(scope="module")

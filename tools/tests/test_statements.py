@@ -12,6 +12,9 @@ from tools import exercises, solutions
 from tools.redact import Redactor
 
 ROOT = Path(__file__).resolve().parents[2]
+# The student copy has no regions left to check against (and no answers).
+pytestmark = pytest.mark.skipif((ROOT / "student.json").is_file(),
+                                reason="needs the reference's regions")
 LOCATION = re.compile(r"`(minigrad/[\w/]+\.py)::([\w.]+)`")
 
 
