@@ -171,7 +171,8 @@ def check(root: Path, collected: set[str] | None) -> list[str]:
         if gone:
             problems.append(f"{len(gone)} mapped test(s) no longer exist, e.g. {gone[:3]}")
     if problems:
-        problems.append("regenerate it: `.venv/bin/python tools/dependencies.py`")
+        problems.append("regenerate it: `.venv/bin/python tools/dependencies.py` (or, when "
+                        "no region changed, `... tools/dependencies.py --update`)")
     return problems
 
 
