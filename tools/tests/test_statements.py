@@ -31,7 +31,7 @@ REDACTOR = Redactor(ROOT, [])
 REGIONS = solutions.collect(ROOT)
 
 
-@pytest.mark.parametrize("ident", sorted(exercises.EXERCISES, key=exercises.sort_key))
+@pytest.mark.parametrize("ident", sorted(REGIONS, key=exercises.sort_key))
 def test_the_statement_names_the_function_that_holds_the_blank(ident):
     regions = REGIONS[ident]
     real = {(r.path, REDACTOR.outer_function(r)) for r in regions}
