@@ -12,7 +12,8 @@ before N passing, and ``make selftest`` checks exactly that.
 Chapter 0 holds what needs no exercise at all: the data sets, the command
 line's argument checks, the tooling.  The plugin (tools/course_plugin.py) adds
 the marker ``chapterNN`` to every test from the longest matching entry of
-``PATHS`` (a file or folder) and ``TESTS`` (one test, overriding its file).
+``PATHS`` (a file or folder) and ``TESTS`` (one test, overriding its file),
+raised to the latest chapter whose exercises the test runs.
 A test file missing here gets no chapter and is named in the summary.
 """
 
@@ -78,9 +79,8 @@ BY_PARAMETER = {"tests/docs/": r"^\[chapters/(?:answers/)?(\d{2})"}
 
 # The chapter of a test is the latest of its place above and the chapters of
 # the exercises whose regions it runs (tools/dependencies.json, derived from
-# a coverage run), so a test that uses later material than the rest of its
-# file moves to that chapter by itself.  TESTS names only what coverage cannot
-# see: a test whose minigrad runs in a child process.
-TESTS = {
-    "tests/test_cli.py::test_verify_quick_json": 8,  # `python -m minigrad verify`: 2.9, 3.9, 4.3, 6.3, 8.1
-}
+# a coverage run that follows the Python processes a test starts), so a test
+# that uses later material than the rest of its file moves to that chapter by
+# itself.  TESTS would name a test that coverage cannot see (a child process
+# with a fresh environment): none at present.
+TESTS: dict[str, int] = {}

@@ -13,10 +13,10 @@ of a test (tests/chapters.py) is the latest chapter whose exercise it runs.
 
 The map records a hash of every region's body: the check fails when a region
 changed, or when the collected tests are not the mapped ones (a test added,
-renamed or removed), and then asks for a regeneration.  Code run in a child
-process (the command line's subprocesses, MPI ranks) is not traced; such tests
-are tied to the exercises their failures name (``NotImplementedError:
-Exercise N.M``) at run time.
+renamed or removed), and then asks for a regeneration.  The Python processes
+a test starts (the command line, MPI ranks) are traced too, when they inherit
+the environment; a test whose child gets a fresh environment is tied at run
+time to the exercises its failures name (``NotImplementedError: Exercise N.M``).
 """
 from __future__ import annotations
 
@@ -69,16 +69,49 @@ def tests_of(mapping: dict) -> dict[str, list[str]]:
 
 
 class _PerTest:
-    """pytest plugin: one coverage context per test (setup, call and teardown)."""
+    """pytest plugin: one coverage context per test (setup, call and teardown),
+    in this process and, through ``MINIGRAD_TRACE_CONTEXT``, in the Python
+    processes a test starts (the command line, MPI ranks)."""
 
     def __init__(self, cov):
         self.cov = cov
 
     def pytest_runtest_setup(self, item):
         self.cov.switch_context(item.nodeid)
+        os.environ["MINIGRAD_TRACE_CONTEXT"] = item.nodeid
 
     def pytest_runtest_logfinish(self, nodeid, location):
         self.cov.switch_context("")
+        os.environ["MINIGRAD_TRACE_CONTEXT"] = ""
+
+
+def _trace_child_processes(root: Path, folder: Path) -> None:
+    """Make every Python process started from here record coverage too: the
+    ``coverage`` package starts itself in a new interpreter when
+    ``COVERAGE_PROCESS_START`` names a configuration (its .pth hook), and the
+    configuration takes the test's id from the environment as its context."""
+    rc = folder / "coveragerc"
+    rc.write_text("[run]\n"
+                  f"data_file = {folder / 'child'}\n"
+                  "parallel = True\n"
+                  f"source = {root / 'minigrad'}\n"
+                  "context = ${MINIGRAD_TRACE_CONTEXT}\n"
+                  "disable_warnings = no-data-collected, module-not-imported, "
+                  "module-not-measured, couldnt-parse\n", encoding="utf-8")
+    os.environ["COVERAGE_PROCESS_START"] = str(rc)
+    os.environ["MINIGRAD_TRACE_CONTEXT"] = ""
+
+
+def _child_data(folder: Path):
+    """The coverage data the child processes wrote."""
+    import coverage  # noqa: PLC0415
+    for path in sorted(folder.glob("child.*")):
+        data = coverage.CoverageData(basename=str(path))
+        try:
+            data.read()
+        except Exception:  # noqa: BLE001 - a child killed mid-write
+            continue
+        yield data
 
 
 def generate(root: Path = ROOT, args: list[str] | None = None) -> dict:
@@ -98,20 +131,34 @@ def generate(root: Path = ROOT, args: list[str] | None = None) -> dict:
         def pytest_collection_finish(self, session):
             collected.extend(item.nodeid for item in session.items)
 
-    code = pytest.main([*(args or TEST_PATHS), "-q", "-p", "no:cacheprovider",
-                        "--no-header"],
-                       plugins=[_PerTest(cov), Collect()])
+    import tempfile  # noqa: PLC0415
+    folder = Path(tempfile.mkdtemp(prefix="minigrad-trace-"))
+    saved = {k: os.environ.get(k) for k in ("COVERAGE_PROCESS_START",
+                                            "MINIGRAD_TRACE_CONTEXT")}
+    _trace_child_processes(root, folder)
+    try:
+        code = pytest.main([*(args or TEST_PATHS), "-q", "-p", "no:cacheprovider",
+                            "--no-header"],
+                           plugins=[_PerTest(cov), Collect()])
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     cov.stop()
-    data = cov.get_data()
     tests: dict[str, set[str]] = {n: set() for n in collected}
-    for ident, regions in solutions.collect(root).items():
-        for region in regions:
-            path = str(root / region.path)
-            by_line = data.contexts_by_lineno(path)
-            for line in range(region.begin + 1, region.end):
-                for context in by_line.get(line, []):
-                    if context in tests:
-                        tests[context].add(ident)
+    regions = solutions.collect(root)
+    for data in [cov.get_data(), *_child_data(folder)]:
+        for ident, places in regions.items():
+            for region in places:
+                by_line = data.contexts_by_lineno(str(root / region.path))
+                for line in range(region.begin + 1, region.end):
+                    for context in by_line.get(line, []):
+                        if context in tests:
+                            tests[context].add(ident)
+    import shutil  # noqa: PLC0415
+    shutil.rmtree(folder, ignore_errors=True)
     from tools import exercises  # noqa: PLC0415
     return {"about": "generated by tools/dependencies.py from a coverage run: the "
                      "exercises whose solution regions each test executes",
