@@ -44,15 +44,16 @@ check-python:
 	  rm -rf $(VENV); \
 	fi
 
-# CHAPTER=3 (or 3-5): only that chapter's tests; EX=3.2: one exercise's tests.
-COURSE_ARGS := $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(EX),--exercise $(EX))
+# CHAPTER=3 (or 3-5): only that chapter's tests; EX=3.2: one exercise's tests;
+# ARGS: more pytest options (e.g. ARGS=--run-blocked, ARGS='--tb=short').
+COURSE_ARGS := $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(EX),--exercise $(EX)) $(ARGS)
 
 test: venv
 	$(PY) -m pytest $(PYTEST_ARGS) $(COURSE_ARGS)
 
 check: venv
 	$(if $(EX),,$(error make check needs an exercise: make check EX=3.2))
-	$(PY) -m pytest tests -q --exercise $(EX)
+	$(PY) -m pytest tests -q --exercise $(EX) $(ARGS)
 
 # The student copy: DEST (default build/student), CHAPTERS=3-5 blanks only those.
 student: venv

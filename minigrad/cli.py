@@ -377,7 +377,7 @@ def _exercise_missing(command: str, error: NotImplementedError) -> int:
     if not message.startswith("Exercise "):
         raise error
     exercise = message.split(" ", 2)[1]
-    print(f"minigrad {command}: this needs exercise {message}\n"
+    print(f"minigrad {command}: this needs {message}\n"
           f"Finish it, check it with `make check EX={exercise}`, and run again.",
           file=sys.stderr)
     todo = _exercises_not_started()

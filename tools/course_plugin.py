@@ -40,6 +40,9 @@ def pytest_addoption(parser):
                     help="end with the table of exercises (default in the student copy)")
     group.addoption("--notebooks", action="store_true",
                     help="collect the notebooks in the student copy too")
+    group.addoption("--run-blocked", action="store_true",
+                    help="in the student copy, also run the tests that need an exercise "
+                         "not started (they stop at its stub)")
     group.addoption("--course-report", default=None, metavar="PATH",
                     help="write JSON: every collected test's chapter, exercises and "
                          "outcome, and the file minigrad was imported from (make selftest)")
@@ -114,8 +117,7 @@ def pytest_configure(config):
             f"(an installed copy shadows this one); run them with {root} first on "
             "sys.path, e.g. from that folder with `python -m pytest`")
     paths, tests = _chapter_map()
-    notebooks = {int(p.name[:2]) for p in (root / "notebooks").glob("[0-9][0-9]_*.ipynb")}
-    for chapter in sorted(set(paths.values()) | set(tests.values()) | notebooks):
+    for chapter in sorted(set(paths.values()) | set(tests.values()) | _known_chapters(root)):
         config.addinivalue_line("markers", f"chapter{chapter:02d}: a test of chapter "
                                 f"{chapter} of the course (tests/chapters.py)")
     config.addinivalue_line("markers", "exercise(id): a test of the graded exercise id, "
@@ -124,12 +126,17 @@ def pytest_configure(config):
 
 
 def pytest_sessionstart(session):
-    """In the student copy the progress table is the end of the report: no
-    one-line-per-failure summary after it (errors are still listed)."""
-    if session.config.stash[_RESULTS].get("student"):
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.reportchars = "".join(c for c in reporter.reportchars if c in "E")
+    """In the student copy ``make test`` is short: no tracebacks (the table
+    gives each failing exercise's first diagnostic; ``make check EX=N.M``
+    shows them in full) and no one-line-per-failure summary."""
+    config = session.config
+    if config.stash[_RESULTS].get("student") and not config.getoption("--exercise"):
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        asked = any(str(a).startswith("-r") for a in config.invocation_params.args)
+        if reporter is not None and not asked:
+            reporter.reportchars = ""
+        if config.option.tbstyle == "auto":
+            config.option.tbstyle = "no"
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -139,19 +146,59 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
-def _selected_chapters(text):
+def _known_chapters(root: Path) -> set[int]:
+    """0 (tooling, data) and every chapter with an exercise or a notebook."""
+    notebooks = {int(p.name[:2]) for p in (root / "notebooks").glob("[0-9][0-9]_*.ipynb")}
+    return {0} | {exercises.chapter_of(i) for i in exercises.EXERCISES} | notebooks
+
+
+def _selected_chapters(text, known=None):
     try:
-        return {exercises.chapter_of(i) for i in
-                exercises.parse_selection(text, {f"{c}.1" for c in range(0, 14)})}
+        wanted = {exercises.chapter_of(i) for i in
+                  exercises.parse_selection(text, {f"{c}.1" for c in range(0, 100)})}
     except ValueError as e:
         raise pytest.UsageError(f"--chapter / CHAPTER: {e}") from None
+    if known is not None and not wanted & known:
+        raise pytest.UsageError(
+            f"--chapter / CHAPTER={text}: there is no such chapter; the chapters are "
+            f"{_ranges(sorted(known))} (0: the data sets and tools)")
+    return wanted
+
+
+def _ranges(numbers) -> str:
+    """[0, 1, 2, 3, 5] -> '0-3, 5'."""
+    out, start = [], None
+    for i, n in enumerate(numbers):
+        if start is None:
+            start = n
+        if i + 1 == len(numbers) or numbers[i + 1] != n + 1:
+            out.append(f"{start}" if start == n else f"{start}-{n}")
+            start = None
+    return ", ".join(out)
+
+
+def test_chapter(nodeid, paths, tests, mapping):
+    """The chapter of a test: the latest of its place (tests/chapters.py) and
+    of the exercises whose regions it runs (tools/dependencies.json)."""
+    base = chapter_of_nodeid(nodeid, paths, tests)
+    deps = (mapping or {}).get("tests", {}).get(nodeid, [])
+    if not deps:
+        return base
+    return max(base or 0, max(exercises.chapter_of(i) for i in deps))
+
+
+test_chapter.__test__ = False       # not a test of pytest's
 
 
 def pytest_collection_modifyitems(session, config, items):
     paths, tests = _chapter_map()
+    root = Path(config.rootpath)
+    mapping = _dependency_map(root)
+    stash = config.stash[_RESULTS]
     unmapped = set()
+    chapters = {}
     for item in items:
-        chapter = chapter_of_nodeid(item.nodeid, paths, tests)
+        chapter = chapters[item.nodeid] = test_chapter(item.nodeid, paths, tests, mapping)
         if chapter is None:
             unmapped.add(item.nodeid.split("::", 1)[0])
         else:
@@ -160,15 +207,14 @@ def pytest_collection_modifyitems(session, config, items):
             if len(mark.args) != 1 or mark.args[0] not in exercises.EXERCISES:
                 raise pytest.UsageError(f"{item.nodeid}: exercise marker {mark.args} names "
                                         "no exercise of tools/exercises.py")
-    config.stash[_RESULTS]["unmapped"] = sorted(unmapped)
-    config.stash[_RESULTS]["collected"] = {
-        item.nodeid: {"chapter": chapter_of_nodeid(item.nodeid, paths, tests),
+    stash["unmapped"] = sorted(unmapped)
+    stash["collected"] = {
+        item.nodeid: {"chapter": chapters[item.nodeid],
                       "exercises": [m.args[0] for m in item.iter_markers("exercise")]}
         for item in items}
     chapter_text, exercise_text = config.getoption("--chapter"), config.getoption("--exercise")
-    if not chapter_text and not exercise_text:
-        return
-    wanted_chapters = _selected_chapters(chapter_text) if chapter_text else None
+    wanted_chapters = _selected_chapters(chapter_text, _known_chapters(root)) \
+        if chapter_text else None
     wanted_ids = None
     if exercise_text:
         wanted_ids = {i.strip() for i in exercise_text.split(",") if i.strip()}
@@ -178,14 +224,38 @@ def pytest_collection_modifyitems(session, config, items):
                                     "ids look like 3.2 (see tools/exercises.py)")
     keep, drop = [], []
     for item in items:
-        chapter = chapter_of_nodeid(item.nodeid, paths, tests)
-        ok = wanted_chapters is None or chapter in wanted_chapters
+        ok = wanted_chapters is None or chapters[item.nodeid] in wanted_chapters
         if wanted_ids is not None:
             ok = ok and any(m.args and m.args[0] in wanted_ids
                             for m in item.iter_markers("exercise"))
         (keep if ok else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+    if stash.get("student") and not config.getoption("--run-blocked"):
+        _hold_back_blocked(config, items, mapping, _stubs_left(root))
+
+
+def _hold_back_blocked(config, items, mapping, stubs_left):
+    """Tests that run the region of an exercise not started (its stub still
+    raises) would only fail at that stub: they are not run, and count in the
+    table as stopping at it (``--run-blocked`` runs them anyway)."""
+    deps = (mapping or {}).get("tests", {})
+    outcomes = config.stash[_RESULTS].setdefault("outcomes", {})
+    keep, held = [], []
+    for item in items:
+        ids = set(deps.get(item.nodeid, [])) | {m.args[0] for m in
+                                                item.iter_markers("exercise") if m.args}
+        blocked = sorted(ids & stubs_left, key=exercises.sort_key)
+        if blocked:
+            outcomes[item.nodeid] = ("failed", blocked[0],
+                                     f"not run: needs {', '.join(blocked)}")
+            held.append(item)
+        else:
+            keep.append(item)
+    if held:
+        config.stash[_RESULTS]["held"] = len(held)
+        config.hook.pytest_deselected(items=held)
         items[:] = keep
 
 
@@ -202,7 +272,21 @@ _OUTCOMES: dict = {}
 
 
 def pytest_sessionfinish(session, exitstatus):
-    path = session.config.getoption("--course-report")
+    config = session.config
+    stash = config.stash[_RESULTS]
+    root = Path(config.rootpath)
+    if stash.get("student") or config.getoption("--progress"):
+        table = progress_table(stash.get("outcomes", {}), stash.get("collected", {}),
+                               _dependency_map(root), _stubs_left(root))
+        stash["table"] = table
+        green = not table or table[-1].endswith("every exercise passed")
+        # Tests held back (they need an exercise not started) count as failing.
+        if not green and session.exitstatus in (0, 5):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    for nodeid, outcome in stash.get("outcomes", {}).items():
+        if nodeid not in _OUTCOMES and outcome[2].startswith("not run: needs"):
+            _OUTCOMES[nodeid] = "blocked"
+    path = config.getoption("--course-report")
     if not path:
         return
     import minigrad  # noqa: PLC0415
@@ -210,17 +294,29 @@ def pytest_sessionfinish(session, exitstatus):
     collected = stash.get("collected", {})
     report = {"minigrad": str(Path(minigrad.__file__).resolve().parent),
               "rootdir": str(Path(session.config.rootpath).resolve()),
-              "exitstatus": int(exitstatus),
+              "exitstatus": int(session.exitstatus),
               "tests": {nodeid: dict(info, outcome=_OUTCOMES.get(nodeid, "not run"))
                         for nodeid, info in collected.items()}}
     Path(path).write_text(json.dumps(report, indent=0), encoding="utf-8")
 
 
+_STUB_FAILURE_RE = re.compile(r"NotImplementedError: Exercise (\d+\.\d+) — |"
+                              r"this needs Exercise (\d+\.\d+) — ")
+
+
 def _stub_in_failure(report):
     """The exercise id whose stub raised in this failed test, or None."""
     text = str(report.longrepr) if report.longrepr is not None else ""
-    found = re.findall(r"NotImplementedError: Exercise (\d+\.\d+) — ", text)
+    found = [a or b for a, b in _STUB_FAILURE_RE.findall(text)]
     return found[-1] if found else None
+
+
+def _first_diagnostic(report) -> str:
+    """One line saying why a test failed: its crash message's first line."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = crash.message if crash is not None else str(report.longrepr or "")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else "failed"
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -233,17 +329,65 @@ def pytest_runtest_makereport(item, call):
             item.config.stash[_RESULTS].get("student"):
         # In the student copy a stub's traceback says nothing new: one line instead.
         report.longrepr = f"NotImplementedError: {call.excinfo.value}"
-    ids = [m.args[0] for m in item.iter_markers("exercise") if m.args]
-    if not ids:
-        return
-    results = item.config.stash[_RESULTS].setdefault("tests", {})
     if report.when == "call" or report.failed or report.skipped:
         if report.passed and report.when != "call":
             return
         state = "passed" if report.passed else "skipped" if report.skipped else "failed"
         stub = _stub_in_failure(report) if report.failed else None
-        for ident in ids:
-            results.setdefault(ident, []).append((state, stub))
+        message = _first_diagnostic(report) if report.failed else ""
+        tests = item.config.stash[_RESULTS].setdefault("outcomes", {})
+        if tests.get(item.nodeid, ("passed",))[0] == "passed":
+            tests[item.nodeid] = (state, stub, message)
+
+
+def tests_by_exercise(collected: dict, mapping: dict | None) -> dict[str, set]:
+    """Exercise id -> the tests that exercise it: those marked with it, and
+    those that run a line of its regions (tools/dependencies.json)."""
+    out: dict[str, set] = {}
+    for nodeid, info in collected.items():
+        for ident in info["exercises"]:
+            out.setdefault(ident, set()).add(nodeid)
+    for nodeid, ids in (mapping or {}).get("tests", {}).items():
+        if nodeid in collected:
+            for ident in ids:
+                out.setdefault(ident, set()).add(nodeid)
+    return out
+
+
+def exercise_row(ident, outcomes, stubs_left):
+    """(status, detail) of one exercise from its tests' (state, stub, message).
+
+    passed: every test of it passed (or skipped); not started: its stub is
+    still in the library; needs N.M: one of its tests stops at the stub of an
+    exercise of its chapter or an earlier one; failing: a test of it fails
+    for another reason than a stub (detail: the first such test and its
+    message); waits for N.M: its own code works, but tests that also run a
+    later exercise stop at that one's stub (they count once it is done).
+    """
+    states = [o[0] for o in outcomes]
+    if states and all(s == "skipped" for s in states):
+        return "skipped", ""
+    if all(s in ("passed", "skipped") for s in states):
+        return "passed", ""
+    if ident in stubs_left:
+        return "not started", ""
+    failed = [o for o in outcomes if o[0] != "passed" and o[0] != "skipped"]
+    real = [o for o in failed if not o[1] or o[1] == ident]
+    if real:
+        nodeid = real[0][3] if len(real[0]) > 3 else ""
+        return "failing", f"{nodeid}: {real[0][2]}" if nodeid else real[0][2]
+    others = sorted({o[1] for o in failed}, key=exercises.sort_key)
+    earlier = [o for o in others if exercises.sort_key(o) < exercises.sort_key(ident)
+               or exercises.chapter_of(o) == exercises.chapter_of(ident)]
+    if earlier:
+        return "needs " + ", ".join(earlier), ""
+    shown = ", ".join(others[:3]) + (", …" if len(others) > 3 else "")
+    return f"waits for {shown}", f"{len(failed)} test(s) also run {shown}"
+
+
+def exercise_status(ident, outcomes, stubs_left):
+    """The status word of :func:`exercise_row` (outcomes: (state, stub) pairs)."""
+    return exercise_row(ident, [(s, stub, "") for s, stub in outcomes], stubs_left)[0]
 
 
 def _stubs_left(root: Path) -> set:
@@ -253,22 +397,6 @@ def _stubs_left(root: Path) -> set:
     return found
 
 
-def exercise_status(ident, outcomes, stubs_left):
-    """passed / not started / needs N.M / failing / skipped, from (state, stub) pairs."""
-    states = [s for s, _ in outcomes]
-    if states and all(s == "skipped" for s in states):
-        return "skipped"
-    if all(s in ("passed", "skipped") for s in states):
-        return "passed"
-    if ident in stubs_left:
-        return "not started"
-    others = sorted({stub for s, stub in outcomes if s == "failed" and stub and stub != ident},
-                    key=exercises.sort_key)
-    if others:
-        return "needs " + ", ".join(others)
-    return "failing"
-
-
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     stash = config.stash[_RESULTS]
     unmapped = stash.get("unmapped", [])
@@ -276,30 +404,70 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line(
             f"note: {len(unmapped)} test file(s) have no chapter in tests/chapters.py: "
             + ", ".join(unmapped))
-    root = Path(config.rootpath)
-    info = _student_info(root)
-    if info is None and not config.getoption("--progress"):
-        return
-    results = stash.get("tests", {})
-    if not results:
-        return
-    stubs_left = _stubs_left(root)
-    terminalreporter.section("exercises")
+    if stash.get("held"):
+        terminalreporter.write_line(
+            f"{stash['held']} tests not run: they need exercises not started (the table "
+            "says which); `make test ARGS=--run-blocked` runs them anyway")
+
+
+def _dependency_map(root: Path):
+    path = root / "tools" / "dependencies.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def progress_table(outcomes: dict, collected: dict, mapping, stubs_left) -> list[str]:
+    """The lines of the progress table: one row per exercise whose tests ran,
+    a row for failing tests that exercise no exercise, and a tally."""
+    by_exercise = tests_by_exercise(collected, mapping)
+    for nodeid, outcome in outcomes.items():     # a stub named by a failure the
+        if outcome[1]:                          # coverage run could not see
+            by_exercise.setdefault(outcome[1], set()).add(nodeid)
     rows = []
-    for ident in sorted(results, key=exercises.sort_key):
-        status = exercise_status(ident, results[ident], stubs_left)
-        n_pass = sum(s == "passed" for s, _ in results[ident])
-        n_ran = sum(s != "skipped" for s, _ in results[ident])
-        rows.append((ident, exercises.EXERCISES[ident], status, f"{n_pass}/{n_ran}"))
-    width = max(len(r[1]) for r in rows)
-    terminalreporter.write_line(f"{'exercise':8}  {'title':{width}}  {'tests':>5}  status")
-    for ident, title, status, tally in rows:
-        markup = {"green": status == "passed", "yellow": status == "not started",
-                  "red": status not in ("passed", "not started", "skipped")}
-        terminalreporter.write_line(f"{ident:8}  {title:{width}}  {tally:>5}  {status}",
-                                    **markup)
-    counts = {}
+    for ident in sorted(by_exercise, key=exercises.sort_key):
+        ran = [outcomes[n] + (n,) for n in sorted(by_exercise[ident]) if n in outcomes]
+        if not ran:
+            continue
+        status, detail = exercise_row(ident, ran, stubs_left)
+        n_pass = sum(o[0] == "passed" for o in ran)
+        n_ran = sum(o[0] != "skipped" for o in ran)
+        rows.append((ident, exercises.EXERCISES[ident], status, f"{n_pass}/{n_ran}", detail))
+    covered = set().union(*by_exercise.values()) if by_exercise else set()
+    loose = sorted(n for n, o in outcomes.items() if n not in covered and o[0] == "failed")
+    if not rows and not loose:
+        return []
+    width = max([len(r[1]) for r in rows] + [20])
+    lines = [f"{'exercise':8}  {'title':{width}}  {'tests':>7}  status"]
+    for ident, title, status, tally, detail in rows:
+        lines.append(f"{ident:8}  {title:{width}}  {tally:>7}  {status}"
+                     + (f": {_shorten(detail)}" if status == "failing" and detail else ""))
+    if loose:
+        lines.append(f"{len(loose)} failing test(s) of no exercise: "
+                     f"{_shorten(loose[0] + ': ' + outcomes[loose[0]][2])}")
+    counts: dict[str, int] = {}
     for row in rows:
-        key = row[2].split(" ")[0] if row[2].startswith("needs") else row[2]
+        key = row[2].split(" ")[0] if row[2].split(" ")[0] in ("needs", "waits") else row[2]
         counts[key] = counts.get(key, 0) + 1
-    terminalreporter.write_line(", ".join(f"{v} {k}" for k, v in counts.items()))
+    green = all(r[2] in ("passed", "skipped") for r in rows) and not loose
+    lines.append(", ".join(f"{v} {k}" for k, v in counts.items())
+                 + ("; every exercise passed" if green else ""))
+    return lines
+
+
+def _shorten(text: str, width: int = 160) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config):
+    """The table is the last thing printed, after pytest's own summary line."""
+    lines = config.stash.get(_RESULTS, {}).get("table")
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if not lines or reporter is None:
+        return
+    reporter.write_sep("=", "exercises")
+    for line in lines:
+        status = line.rsplit("  ", 1)[-1]
+        markup = {"green": status.startswith("passed"),
+                  "yellow": status.startswith(("not started", "waits")),
+                  "red": status.startswith(("failing", "needs"))}
+        reporter.write_line(line, **markup)

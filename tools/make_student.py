@@ -26,7 +26,7 @@ if __package__ in (None, ""):                       # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "tools"
 
-from tools import exercises, solutions  # noqa: E402
+from tools import exercises, redact, solutions  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EXCLUDED_PREFIXES = ("chapters/answers/",)
@@ -128,6 +128,7 @@ def write_student_copy(dest: Path, *, root: Path = ROOT, chapters: str | None = 
                            encoding="utf-8")
         else:
             _copy(src, out, link)
+    counts["redacted_blocks"] = len(redact.redact(root, dest, blanked))
     summary = {"blanked": blanked,
                "titles": {i: exercises.EXERCISES.get(i, "") for i in blanked},
                "chapters": chapters or "all", **counts}
@@ -197,11 +198,15 @@ make check EX=3.2      # the tests of exercise 3.2 only
 make demo              # the verification; it names the exercises it still needs
 ```
 
-`make test` exits with status 0 only when every selected test passes. In the
-progress table an exercise is *not started* while its own stub still raises,
-*needs N.M* when its tests stop at the stub of an earlier exercise (do that one
-first), and *failing* when your code runs but gives a wrong result; the failure
-message above the table says what is wrong.
+`make test` ends with a progress table and exits with status 0 exactly when
+the table shows every exercise passed. An exercise is *passed* when every test
+that runs its code passes (not only the tests named after it), *not started*
+while its own stub still raises (the tests that need it are not run: they
+would stop at the stub), *needs N.M* when its tests stop at the stub of an
+earlier exercise (do that one first), *waits for N.M* when your code works but
+some tests that also run a later exercise wait for that one, and *failing*
+when your code runs but gives a wrong result: the row names the first failing
+test and its message. `make check EX=N.M` shows the full tracebacks.
 
 Work through the chapters in order: later material builds on earlier exercises
 (everything backpropagates through the chapter 1 functions), while the tests of

@@ -28,6 +28,77 @@ def test_progress_status():
     assert exercise_status("3.3", [("failed", "3.2")], stubs) == "needs 3.2"
     assert exercise_status("3.3", [("failed", None)], stubs) == "failing"
     assert exercise_status("9.2", [("skipped", None)], stubs) == "skipped"
+    # done, but a test that also runs a later exercise stops at that one's stub
+    assert exercise_status("3.1", [("passed", None), ("failed", "4.1")], stubs) == \
+        "waits for 4.1"
+
+
+def _tiny_tree(tmp_path, tests: str, mapping: dict) -> Path:
+    """A student tree: tools copied (with its own dependency map), one test file."""
+    import json
+    import shutil
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "student.json").write_text("{}")
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["tools.course_plugin"]\n')
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "__init__.py").write_text("")
+    (tmp_path / "tests" / "chapters.py").write_text('PATHS = {"tests/": 1}\nTESTS = {}\n')
+    shutil.copytree(root / "tools", tmp_path / "tools",
+                    ignore=shutil.ignore_patterns("tests", "__pycache__", "*.json"))
+    (tmp_path / "tools" / "dependencies.json").write_text(json.dumps({"tests": mapping}))
+    (tmp_path / "minigrad").mkdir()
+    (tmp_path / "minigrad" / "__init__.py").write_text("")
+    (tmp_path / "tests" / "test_x.py").write_text(textwrap.dedent(tests))
+    return tmp_path
+
+
+def _run(tree: Path):
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "tests"], cwd=tree, env={"PYTHONPATH": str(tree), "PATH": ""},
+                          capture_output=True, text=True)
+    return proc.returncode, proc.stdout
+
+
+def test_an_exercise_passes_only_when_every_test_running_its_code_passes(tmp_path):
+    """1.1's own test passes, but an unmarked test that runs 1.1's region
+    (tools/dependencies.json) fails: 1.1 is failing, named with that test."""
+    tree = _tiny_tree(tmp_path, '''
+        import pytest
+
+        @pytest.mark.exercise("1.1")
+        def test_add():
+            assert 1 + 1 == 2
+
+        def test_add_at_zero():
+            assert 0 + 0 == 1, "adding zeros gives 1"
+    ''', {"tests/test_x.py::test_add_at_zero": ["1.1"]})
+    code, out = _run(tree)
+    assert code == 1, out
+    row = next(line for line in out.splitlines() if line.startswith("1.1 "))
+    assert "1/2  failing: tests/test_x.py::test_add_at_zero: AssertionError: adding zeros " \
+        "gives 1" in row, out
+    assert out.rstrip().splitlines()[-1].startswith("1 failing"), out   # the table is last
+
+
+def test_green_table_exactly_when_the_run_passes(tmp_path):
+    tree = _tiny_tree(tmp_path, '''
+        import pytest
+
+        @pytest.mark.exercise("1.1")
+        def test_add():
+            assert 1 + 1 == 2
+
+        def test_data():
+            assert False, "a test of no exercise"
+    ''', {})
+    code, out = _run(tree)
+    assert code == 1 and "1 failing test(s) of no exercise: tests/test_x.py::test_data" in out
+    assert "every exercise passed" not in out
+    (tree / "tests" / "test_x.py").write_text("def test_data():\n    assert True\n\n"
+                                             "import pytest\n\n@pytest.mark.exercise('1.1')\n"
+                                             "def test_add():\n    assert True\n")
+    code, out = _run(tree)
+    assert code == 0 and out.rstrip().endswith("1 passed; every exercise passed"), out
 
 
 def test_progress_table_in_a_student_tree(tmp_path):
@@ -70,4 +141,40 @@ def test_progress_table_in_a_student_tree(tmp_path):
              if line[:3] in ("1.1", "1.2", "1.3")}
     assert lines["1.1"].rstrip().endswith("passed"), out
     assert lines["1.2"].rstrip().endswith("not started"), out
-    assert lines["1.3"].rstrip().endswith("failing"), out
+    assert "failing: tests/test_x.py::test_div: AssertionError: the quotient is wrong" \
+        in lines["1.3"], out
+
+
+def test_tests_of_an_exercise_not_started_are_held_back_and_fail_the_run(tmp_path):
+    """A test that runs the region of an exercise whose stub is still there is
+    not run; the table counts it, and the exit status is 1."""
+    tree = _tiny_tree(tmp_path, '''
+        import pytest
+
+        def test_uses_mul():
+            raise AssertionError("this test must not run")
+
+        @pytest.mark.exercise("1.1")
+        def test_add():
+            assert True
+    ''', {"tests/test_x.py::test_uses_mul": ["1.2"]})
+    (tree / "minigrad" / "__init__.py").write_text(
+        'def mul():\n    raise NotImplementedError("Exercise 1.2 — Mul.backward: the '
+        'product rule: see x")\n')
+    code, out = _run(tree)
+    assert code == 1, out
+    assert "must not run" not in out
+    assert "1 tests not run: they need exercises not started" in out
+    rows = {line.split()[0]: line for line in out.splitlines() if line[:3] in ("1.1", "1.2")}
+    assert rows["1.1"].rstrip().endswith("passed") and rows["1.2"].rstrip().endswith(
+        "not started"), out
+
+
+def test_a_chapter_that_does_not_exist_is_an_error_naming_the_chapters(tmp_path):
+    tree = _tiny_tree(tmp_path, "def test_x():\n    assert True\n", {})
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "tests", "--chapter", "13"], cwd=tree,
+                          env={"PYTHONPATH": str(tree), "PATH": ""},
+                          capture_output=True, text=True)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "CHAPTER=13: there is no such chapter; the chapters are 0-12" in proc.stderr
