@@ -1,0 +1,100 @@
+"""The pytest plugin ``make grade`` loads in each submission's run
+(``-p tools.grade_plugin``): a time limit per test, and a log of every result.
+
+* ``--grade-log PATH``: one JSON object per line, written as the run goes (a
+  run killed at the student's time limit still leaves every finished result):
+  first ``{"collected": [{"nodeid", "exercises"}, ...]}``, then for each test
+  ``{"nodeid", "outcome", "when", "duration", "exercises", "message"}``.
+* ``--grade-test-limit S``: a test (each of its setup, call and teardown) that
+  runs longer than S seconds fails with "time limit"; the run goes on, so an
+  endless loop in one exercise costs only that exercise (POSIX: SIGALRM).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+
+import pytest
+
+
+class TimeLimit(BaseException):
+    """Raised in a test that ran past --grade-test-limit (a BaseException, so
+    that an ``except Exception`` in the code under test cannot swallow it)."""
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("grade", "make grade")
+    group.addoption("--grade-log", default=None, metavar="PATH",
+                    help="append one JSON line per test result to PATH")
+    group.addoption("--grade-test-limit", type=float, default=0, metavar="S",
+                    help="fail a test phase that runs longer than S seconds (0: none)")
+
+
+def _write(config, record):
+    path = config.getoption("--grade-log")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+
+
+def _exercises(item):
+    return [m.args[0] for m in item.iter_markers("exercise") if m.args]
+
+
+def pytest_collection_finish(session):
+    _write(session.config, {"collected": [{"nodeid": item.nodeid, "exercises": _exercises(item)}
+                                          for item in session.items]})
+
+
+@contextlib.contextmanager
+def _limit(config, nodeid):
+    seconds = config.getoption("--grade-test-limit")
+    if not seconds or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expired(signum, frame):
+        raise TimeLimit(f"{nodeid} ran past the time limit of {seconds:g} s per test")
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)    # and again every second after
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    with _limit(item.config, item.nodeid):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    with _limit(item.config, item.nodeid):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item):
+    with _limit(item.config, item.nodeid):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" and report.passed:
+        return
+    message = ""
+    if report.failed:
+        excinfo = call.excinfo
+        message = (f"{excinfo.typename}: {excinfo.value}" if excinfo is not None
+                   else str(report.longrepr))
+        message = message.strip().splitlines()[0][:300] if message.strip() else "failed"
+    _write(item.config, {"nodeid": item.nodeid, "when": report.when, "outcome": report.outcome,
+                         "duration": round(report.duration, 3), "exercises": _exercises(item),
+                         "message": message})
