@@ -139,11 +139,16 @@ def _between(base, stub_at, student):
     if same[:len(head)] != head:
         return None
     pos, pieces = len(head), []
-    for segment in segments[1:]:
-        if not segment:
-            return None                  # two stubs side by side: no line tells them apart
-        found = next((p for p in range(pos, len(same) - len(segment) + 1)
-                      if same[p:p + len(segment)] == segment), None)
+    for k, segment in enumerate(segments[1:]):
+        if segment:
+            found = next((p for p in range(pos, len(same) - len(segment) + 1)
+                          if same[p:p + len(segment)] == segment), None)
+        else:                            # two stubs side by side: the first one's answer
+            this, after = (_indent(base[stub_at[k]]), _indent(base[stub_at[k + 1]]))
+            if after >= this:            # ends where the indentation falls back
+                return None
+            found = next((p for p in range(pos, len(same)) if same[p].strip()
+                          and _indent(same[p]) < this), None)
         if found is None:
             return None
         pieces.append(student[pos:found])
@@ -153,6 +158,10 @@ def _between(base, stub_at, student):
         return None
     pieces.append(student[pos:end])
     return pieces
+
+
+def _indent(line: str) -> int:
+    return len(line.expandtabs()) - len(line.expandtabs().lstrip())
 
 
 def written_exercises(root, manifest) -> list[str]:
