@@ -11,8 +11,9 @@ their copy); the student's id is the folder's (or bundle's) name.  For each:
    was handed out; its ``release.json`` lists them): an edited test changes
    nothing, and the gradebook names the files that differed;
 2. one fresh ``python -m pytest`` runs there, in its own process group, for the
-   tests of the released chapters; a test past TEST_LIMIT seconds fails, the
-   whole run is killed at LIMIT seconds (an endless loop costs its limit only);
+   tests of the graded exercises (``--exercise``; FULL=1: every test of their
+   chapters); a test past TEST_LIMIT seconds fails, the whole run is killed at
+   LIMIT seconds (an endless loop costs its limit only);
 3. an exercise scores 1 when every test tagged with it
    (``@pytest.mark.exercise``) passed, 0 otherwise.
 
@@ -79,7 +80,7 @@ class Outcome:
 
 def grade_one(submission: Path, release_dir: Path, manifest: dict, *, work_root: Path,
               log_dir: Path, limit: float, test_limit: float, only=None,
-              full: bool = False) -> Outcome:
+              full: bool = False, paths=("tests",)) -> Outcome:
     """Grade one submission (a folder or a git bundle) in a fresh process."""
     name = student_id(submission)
     outcome = Outcome(name)
@@ -96,7 +97,7 @@ def grade_one(submission: Path, release_dir: Path, manifest: dict, *, work_root:
     graded = only or manifest["released"]
     selection = (["--chapter", f"1-{max(exercises.chapter_of(i) for i in graded)}"] if full
                  else ["--exercise", ",".join(graded)])
-    cmd = [sys.executable, "-m", "pytest", *test_paths(work), "-q", "-p", "no:cacheprovider",
+    cmd = [sys.executable, "-m", "pytest", *test_paths(work, paths), "-q", "-p", "no:cacheprovider",
            "-p", "tools.grade_plugin", "--grade-log", str(log),
            "--grade-test-limit", str(test_limit), "--tb=short", *selection]
     env = dict(os.environ, PYTHONPATH=str(work), PYTHONDONTWRITEBYTECODE="1",
@@ -159,9 +160,9 @@ def prepare(submission: Path, work: Path, release_dir: Path, manifest: dict) -> 
     return sorted(changed)
 
 
-def test_paths(work: Path) -> list[str]:
-    """``tests`` without the checks of the course's own texts and tools."""
-    return ["tests"] + [f"--ignore={p}" for p in NOT_GRADED if (work / p).exists()]
+def test_paths(work: Path, paths=("tests",)) -> list[str]:
+    """``paths`` without the checks of the course's own texts and tools."""
+    return list(paths) + [f"--ignore={p}" for p in NOT_GRADED if (work / p).exists()]
 
 
 def score(outcome: Outcome, log: Path, released, output: str) -> None:
@@ -201,12 +202,13 @@ def score(outcome: Outcome, log: Path, released, output: str) -> None:
 
 def grade(submissions: Path, release_dir: Path, out: Path, *, jobs: int = 2,
           limit: float = 600, test_limit: float = 60, only=None,
-          full: bool = False) -> list[Outcome]:
+          full: bool = False, paths=("tests",)) -> list[Outcome]:
     """Grade every submission; write the gradebook, results.json files, JUnit XML.
 
     ``only``: grade these exercise ids (default: every released one); ``full``:
     run every test of the graded chapters, not only the exercises' tests (the
-    score is the same rule; the gradebook's test counts cover more)."""
+    score is the same rule; the gradebook's test counts cover more); ``paths``:
+    where pytest looks for them (a subset such as ``tests/exercises`` is faster)."""
     release_dir, out = Path(release_dir).resolve(), Path(out).resolve()
     manifest = release.read_manifest(release_dir)
     if manifest is None:
@@ -234,7 +236,7 @@ def grade(submissions: Path, release_dir: Path, out: Path, *, jobs: int = 2,
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = [pool.submit(grade_one, p, release_dir, manifest, work_root=Path(tmp),
                                    log_dir=out / "logs", limit=limit, test_limit=test_limit,
-                                   only=only, full=full)
+                                   only=only, full=full, paths=paths)
                        for p in entries]
             outcomes = [f.result() for f in futures]
     write_gradebook(out / "gradebook.csv", outcomes, only or manifest["released"])

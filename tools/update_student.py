@@ -182,6 +182,9 @@ def update(dest, *, root, chapters=None, now=None) -> Report:
     """Bring the release of the reference at ``root`` into the copy ``dest``."""
     from tools.make_student import write_student_copy  # noqa: PLC0415
     dest = Path(dest).resolve()
+    if not dest.is_dir():
+        raise SystemExit(f"make student UPDATE=1: {dest} does not exist; write a new copy "
+                         "with `make student DEST=...` (without UPDATE=1)")
     old = release.read_manifest(dest)
     if old is None:
         raise SystemExit(f"make student UPDATE=1: {dest} has no {release.MANIFEST}: it is "

@@ -168,7 +168,7 @@ def test_an_answer_whose_surroundings_were_edited_is_a_conflict_not_a_loss(tmp_p
 
 def test_grade_a_class(tmp_path):
     rel = tmp_path / "release"
-    write_student_copy(rel, root=ROOT, chapters="1", git=False)
+    write_student_copy(rel, root=ROOT, chapters="1", git=False, link=True)
     subs = tmp_path / "submissions"
     for name in ("full", "looping", "tampered", "hangs"):
         write_student_copy(subs / name, root=ROOT, chapters="1", git=name == "tampered")
@@ -188,14 +188,15 @@ def test_grade_a_class(tmp_path):
     shutil.move(subs / "hangs", hanging)
     init = hanging / "minigrad/__init__.py"
     init.write_text(init.read_text(encoding="utf-8") + "\nwhile True:\n    pass\n")
-    grade.grade(hanging.parent, rel, tmp_path / "late-grades", limit=4, only=["1.2", "1.4"])
+    grade.grade(hanging.parent, rel, tmp_path / "late-grades", limit=4, only=["1.2", "1.4"],
+                paths=["tests/exercises"])
     hangs = next(csv.DictReader(open(tmp_path / "late-grades" / "gradebook.csv")))
     assert hangs["total"] == "0" and hangs["status"].startswith("time limit"), hangs
     assert float(hangs["seconds"]) < 30
 
     out = tmp_path / "grades"
     outcomes = grade.grade(subs, rel, out, jobs=3, limit=300, test_limit=3,
-                           only=["1.2", "1.4"])
+                           only=["1.2", "1.4"], paths=["tests/exercises"])
     rows = {r["student"]: r for r in csv.DictReader(open(out / "gradebook.csv"))}
     assert set(rows) == {"full", "looping", "tampered"}
     assert (rows["full"]["1.2"], rows["full"]["1.4"], rows["full"]["total"]) == ("1", "1", "2")
