@@ -48,6 +48,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
 
     def text(self) -> str:
+        self.kept = sorted(set(self.kept), key=_key)
         lines = [f"make student UPDATE=1: {self.dest} is now release {self.version}: "
                  f"{len(self.updated)} file(s) updated, answers kept for "
                  f"{len(self.kept)} exercise(s)"
