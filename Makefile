@@ -67,10 +67,11 @@ student: venv
 
 # Grade a class: SUBMISSIONS=dir/ (a student copy or a .bundle per student)
 # against RELEASE (default build/student); JOBS at once; OUT (build/grades);
-# EX=3.1,3.2 grades only those; FULL=1 runs every test of the graded chapters.
+# EX=3.1,3.2 grades only those; MODE=fast runs only the tests marked with an
+# exercise, MODE=full every test of the graded chapters (chapters/TEACHING.md).
 grade: venv
 	$(if $(SUBMISSIONS),,$(error make grade needs SUBMISSIONS=folder/ with one student copy or .bundle per student))
-	$(PY) tools/grade.py --submissions $(SUBMISSIONS) $(if $(RELEASE),--release $(RELEASE)) $(if $(JOBS),--jobs $(JOBS)) $(if $(OUT),--out $(OUT)) $(if $(LIMIT),--limit $(LIMIT)) $(if $(EX),--exercises $(EX)) $(if $(FULL),--full)
+	$(PY) tools/grade.py --submissions $(SUBMISSIONS) $(if $(RELEASE),--release $(RELEASE)) $(if $(JOBS),--jobs $(JOBS)) $(if $(OUT),--out $(OUT)) $(if $(LIMIT),--limit $(LIMIT)) $(if $(EX),--exercises $(EX)) $(if $(MODE),--mode $(MODE))
 
 # Every exercise blanked in turn: its tests fail, earlier chapters still pass.
 selftest: venv

@@ -11,11 +11,13 @@ their copy); the student's id is the folder's (or bundle's) name.  For each:
    was handed out; its ``release.json`` lists them): an edited test changes
    nothing, and the gradebook names the files that differed;
 2. one fresh ``python -m pytest`` runs there, in its own process group, for the
-   tests of the graded exercises (``--exercise``; FULL=1: every test of their
-   chapters); a test past TEST_LIMIT seconds fails, the whole run is killed at
-   LIMIT seconds (an endless loop costs its limit only);
-3. an exercise scores 1 when every test tagged with it
-   (``@pytest.mark.exercise``) passed, 0 otherwise.
+   tests of the graded exercises: those marked ``@pytest.mark.exercise("N.M")``
+   and those that run its regions (``tools/dependencies.json``), within the
+   graded chapters (MODE=fast: the marked ones only; MODE=full: every test of
+   those chapters); a test past TEST_LIMIT seconds fails, the whole run is
+   killed at LIMIT seconds (an endless loop costs its limit only);
+3. an exercise scores 1 when every one of its tests that ran passed (at least
+   one), 0 otherwise, the rule of ``make test``'s progress table.
 
 Up to JOBS students are graded at once.  Written to OUT:
 
@@ -80,7 +82,7 @@ class Outcome:
 
 def grade_one(submission: Path, release_dir: Path, manifest: dict, *, work_root: Path,
               log_dir: Path, limit: float, test_limit: float, only=None,
-              full: bool = False, paths=("tests",)) -> Outcome:
+              mode: str = "exercises", paths=("tests",)) -> Outcome:
     """Grade one submission (a folder or a git bundle) in a fresh process."""
     name = student_id(submission)
     outcome = Outcome(name)
@@ -95,8 +97,10 @@ def grade_one(submission: Path, release_dir: Path, manifest: dict, *, work_root:
         return outcome
     log = work_root / f"{name}.jsonl"
     graded = only or manifest["released"]
-    selection = (["--chapter", f"1-{max(exercises.chapter_of(i) for i in graded)}"] if full
-                 else ["--exercise", ",".join(graded)])
+    chapters = ["--chapter", f"1-{max(exercises.chapter_of(i) for i in graded)}"]
+    selection = {"full": chapters,
+                 "exercises": chapters + ["--grade-exercises", ",".join(graded)],
+                 "fast": ["--exercise", ",".join(graded)]}[mode]
     cmd = [sys.executable, "-m", "pytest", *test_paths(work, paths), "-q", "-p", "no:cacheprovider",
            "-p", "tools.grade_plugin", "--grade-log", str(log),
            "--grade-test-limit", str(test_limit), "--tb=short", *selection]
@@ -202,13 +206,18 @@ def score(outcome: Outcome, log: Path, released, output: str) -> None:
 
 def grade(submissions: Path, release_dir: Path, out: Path, *, jobs: int = 2,
           limit: float = 600, test_limit: float = 60, only=None,
-          full: bool = False, paths=("tests",)) -> list[Outcome]:
+          mode: str = "exercises", paths=("tests",)) -> list[Outcome]:
     """Grade every submission; write the gradebook, results.json files, JUnit XML.
 
-    ``only``: grade these exercise ids (default: every released one); ``full``:
-    run every test of the graded chapters, not only the exercises' tests (the
-    score is the same rule; the gradebook's test counts cover more); ``paths``:
-    where pytest looks for them (a subset such as ``tests/exercises`` is faster)."""
+    ``only``: grade these exercise ids (default: every released one).  ``mode``
+    chooses the tests run: "exercises" (default) every test of the graded
+    chapters that exercises a graded exercise (marked with it, or running its
+    regions by ``tools/dependencies.json``); "fast" only the tests marked with
+    one (``--exercise``); "full" every test of the graded chapters.  The rule
+    is the same in each: an exercise scores when all its tests that ran passed.
+    ``paths``: where pytest looks (a subset such as ``tests/exercises`` is faster)."""
+    if mode not in ("exercises", "fast", "full"):
+        raise ValueError(f"grade: mode must be exercises, fast or full, not {mode!r}")
     release_dir, out = Path(release_dir).resolve(), Path(out).resolve()
     manifest = release.read_manifest(release_dir)
     if manifest is None:
@@ -236,7 +245,7 @@ def grade(submissions: Path, release_dir: Path, out: Path, *, jobs: int = 2,
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = [pool.submit(grade_one, p, release_dir, manifest, work_root=Path(tmp),
                                    log_dir=out / "logs", limit=limit, test_limit=test_limit,
-                                   only=only, full=full, paths=paths)
+                                   only=only, mode=mode, paths=paths)
                        for p in entries]
             outcomes = [f.result() for f in futures]
     write_gradebook(out / "gradebook.csv", outcomes, only or manifest["released"])
@@ -313,9 +322,10 @@ def main(argv=None) -> int:
                         help="seconds per test before it fails (default 60)")
     parser.add_argument("--exercises", default=None,
                         help="grade only these exercises: 3.1,3.2 (default: all released)")
-    parser.add_argument("--full", action="store_true",
-                        help="run every test of the graded chapters, not only the "
-                             "exercises' own tests (slower)")
+    parser.add_argument("--mode", choices=("exercises", "fast", "full"), default="exercises",
+                        help="the tests run: every test that exercises a graded exercise "
+                             "(default), only the tests marked with one (fast), or every "
+                             "test of the graded chapters (full)")
     args = parser.parse_args(argv)
     only = [i.strip() for i in args.exercises.split(",") if i.strip()] if args.exercises \
         else None
@@ -324,7 +334,7 @@ def main(argv=None) -> int:
     start = time.monotonic()
     outcomes = grade(Path(args.submissions), Path(args.release), Path(args.out),
                      jobs=args.jobs, limit=args.limit, test_limit=args.test_limit,
-                     only=only, full=args.full)
+                     only=only, mode=args.mode)
     for o in outcomes:
         print(f"{o.student:20} {o.total:3}/{len(o.scores)}  {o.seconds:6.1f} s  {o.status}"
               + (f"  (changed: {', '.join(o.changed)})" if o.changed else ""))

@@ -8,12 +8,20 @@
 * ``--grade-test-limit S``: a test (each of its setup, call and teardown) that
   runs longer than S seconds fails with "time limit"; the run goes on, so an
   endless loop in one exercise costs only that exercise (POSIX: SIGALRM).
+* ``--grade-exercises 1.1,1.2``: run only the tests of these exercises.
+
+The exercises of a test are those of its ``exercise`` markers and, when the
+tree has ``tools/dependencies.json`` (``{"tests": {nodeid: [ids]}}``: the
+exercises whose regions each test runs), those the map names: an exercise
+passes only when every test that runs its code passes, as in ``make test``'s
+table.
 """
 from __future__ import annotations
 
 import contextlib
 import json
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +37,15 @@ def pytest_addoption(parser):
                     help="append one JSON line per test result to PATH")
     group.addoption("--grade-test-limit", type=float, default=0, metavar="S",
                     help="fail a test phase that runs longer than S seconds (0: none)")
+    group.addoption("--grade-exercises", default=None, metavar="IDS",
+                    help="run only the tests of these exercises (marked or mapped)")
+
+
+def _dependencies(config) -> dict:
+    path = Path(config.rootpath) / "tools" / "dependencies.json"
+    if not path.is_file():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8")).get("tests", {})
 
 
 def _write(config, record):
@@ -38,8 +55,30 @@ def _write(config, record):
             f.write(json.dumps(record) + "\n")
 
 
+_MAP = pytest.StashKey[dict]()
+
+
 def _exercises(item):
-    return [m.args[0] for m in item.iter_markers("exercise") if m.args]
+    marked = [m.args[0] for m in item.iter_markers("exercise") if m.args]
+    mapped = item.config.stash.get(_MAP, {}).get(item.nodeid, [])
+    return marked + [i for i in mapped if i not in marked]
+
+
+def pytest_configure(config):
+    config.stash[_MAP] = _dependencies(config)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items):
+    wanted = config.getoption("--grade-exercises")
+    if not wanted:
+        return
+    wanted = {i.strip() for i in wanted.split(",") if i.strip()}
+    keep = [item for item in items if wanted & set(_exercises(item))]
+    drop = [item for item in items if not wanted & set(_exercises(item))]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def pytest_collection_finish(session):

@@ -169,18 +169,28 @@ def test_an_answer_whose_surroundings_were_edited_is_a_conflict_not_a_loss(tmp_p
 def test_grade_a_class(tmp_path):
     rel = tmp_path / "release"
     write_student_copy(rel, root=ROOT, chapters="1", git=False, link=True)
+    # A dependency map: Mul's test also runs 1.4's region (so 1.4 needs it to pass).
+    (rel / "tools" / "dependencies.json").write_text(json.dumps({"tests": {
+        "tests/exercises/test_ch01.py::test_mul_backward_is_the_product_rule": ["1.2", "1.4"]}}))
+    release.write_manifest(rel, ROOT, chapters="1", released=release.read_manifest(rel)[
+        "released"], withheld=[])
     subs = tmp_path / "submissions"
     for name in ("full", "looping", "tampered", "hangs"):
-        write_student_copy(subs / name, root=ROOT, chapters="1", git=name == "tampered")
+        write_student_copy(subs / name, root=ROOT, chapters="1", git=False)
+        shutil.copy2(rel / "tools" / "dependencies.json", subs / name / "tools")
     solve(subs / "full", ROOT, ["1.2", "1.4"])
     solve(subs / "looping", ROOT, ["1.2", "1.4"],
           edit=lambda i, body: body if i == "1.2" else ["        while True:\n",
                                                         "            pass\n"])
-    solve(subs / "tampered", ROOT, ["1.2"])
+    solve(subs / "tampered", ROOT, ["1.2", "1.4"],
+          edit=lambda i, body: body if i == "1.4" else ["        return g, g\n"])
     test = subs / "tampered/tests/exercises/test_ch01.py"
     test.write_text(test.read_text(encoding="utf-8").replace(
-        "def test_exp_backward():\n", "def test_exp_backward():\n    return\n"))
-    _git(subs / "tampered", "commit", "-qam", "done")
+        "def test_mul_backward_is_the_product_rule():\n",
+        "def test_mul_backward_is_the_product_rule():\n    return\n"))
+    _git(subs / "tampered", "init", "-q")
+    _git(subs / "tampered", "add", "-A")
+    _git(subs / "tampered", "commit", "-qm", "done")
     _git(subs / "tampered", "bundle", "create", "-q", str(subs / "tampered.bundle"), "--all")
     shutil.rmtree(subs / "tampered")
     # One whose import never ends: only the limit per student stops it.
@@ -202,7 +212,9 @@ def test_grade_a_class(tmp_path):
     assert (rows["full"]["1.2"], rows["full"]["1.4"], rows["full"]["total"]) == ("1", "1", "2")
     assert (rows["looping"]["1.2"], rows["looping"]["1.4"]) == ("1", "0")
     assert rows["looping"]["status"] == "graded"
-    assert (rows["tampered"]["1.2"], rows["tampered"]["1.4"]) == ("1", "0")
+    # 1.2 is wrong and its test was edited to pass: the release's test fails it,
+    # and 1.4 too, whose region that test also runs (the map).
+    assert (rows["tampered"]["1.2"], rows["tampered"]["1.4"]) == ("0", "0")
     assert rows["tampered"]["changed course files"] == "tests/exercises/test_ch01.py"
     looping = {o.student: o for o in outcomes}["looping"]
     assert "time limit" in looping.details["1.4"]
@@ -211,8 +223,8 @@ def test_grade_a_class(tmp_path):
     assert [(t["number"], t["score"], t["max_score"], t["status"]) for t in results["tests"]] \
         == [("1.2", 1, 1, "passed"), ("1.4", 1, 1, "passed")]
     tampered = json.loads((out / "results/tampered/results.json").read_text(encoding="utf-8"))
-    assert tampered["tests"][1]["status"] == "failed" and "Exercise 1.4" in \
-        tampered["tests"][1]["output"]
+    assert tampered["tests"][1]["status"] == "failed" and \
+        "test_mul_backward_is_the_product_rule" in tampered["tests"][1]["output"]
     suites = ET.parse(out / "junit.xml").getroot()
     full = next(s for s in suites if s.get("name") == "full")
     assert [c.find("properties/property[@name='exercise']").get("value")
