@@ -116,7 +116,7 @@ def grade_one(submission: Path, release_dir: Path, manifest: dict, *, work_root:
         output, _ = proc.communicate()
         outcome.status = f"time limit: killed after {limit:g} s"
     (log_dir / f"{name}.txt").write_bytes(output)
-    score(outcome, log, graded, output.decode("utf-8", "replace"))
+    score(outcome, log, graded, output.decode("utf-8", "replace"), stubs_left(work))
     outcome.seconds = time.monotonic() - start
     shutil.rmtree(work, ignore_errors=True)
     return outcome
@@ -169,8 +169,23 @@ def test_paths(work: Path, paths=("tests",)) -> list[str]:
     return list(paths) + [f"--ignore={p}" for p in NOT_GRADED if (work / p).exists()]
 
 
-def score(outcome: Outcome, log: Path, released, output: str) -> None:
-    """Per exercise: 1 when every collected test tagged with it passed."""
+def stubs_left(work: Path) -> set:
+    """The exercises whose stub is still in the submission's library."""
+    found = set()
+    for path in (work / "minigrad").rglob("*.py"):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            match = release.STUB_RE.match(line)
+            if match:
+                found.add(match.group("id"))
+    return found
+
+
+def score(outcome: Outcome, log: Path, released, output: str, stubs=frozenset()) -> None:
+    """Per exercise: 1 when every collected test of it passed, at least one.
+
+    A test that stopped at the stub of *another* exercise, still unanswered in
+    the submission (``stubs``), proves nothing about this one: it is left out
+    (it counts once that exercise is answered)."""
     collected, results = [], {}
     if log.is_file():
         for line in log.read_text(encoding="utf-8").splitlines():
@@ -188,18 +203,26 @@ def score(outcome: Outcome, log: Path, released, output: str) -> None:
         tests = [t["nodeid"] for t in collected if ident in t["exercises"]]
         states = [results.get(t, {"outcome": "not run", "message": "not run (time limit)"})
                   for t in tests]
-        bad = [(t, s) for t, s in zip(tests, states) if s["outcome"] not in ("passed", "skipped")]
+        waiting = {t: s["stub"] for t, s in zip(tests, states) if s.get("stub")
+                   and s["stub"] != ident and s["stub"] in stubs}
+        bad = [(t, s) for t, s in zip(tests, states)
+               if s["outcome"] not in ("passed", "skipped") and t not in waiting]
         ran = [s for s in states if s["outcome"] == "passed"]
         outcome.scores[ident] = int(bool(ran) and not bad)
+        later = sorted(set(waiting.values()), key=exercises.sort_key)
         if not tests:
             outcome.details[ident] = "no test of this exercise ran"
+        elif not bad and not ran and waiting:
+            outcome.details[ident] = f"its tests wait for exercise(s) {', '.join(later)}"
         elif bad:
             outcome.details[ident] = f"{len(bad)} of {len(tests)} tests failed:\n" + "\n".join(
                 f"{t}: {s.get('message', '')}" for t, s in bad[:5])
         elif not ran:
             outcome.details[ident] = f"all {len(tests)} tests were skipped here"
         else:
-            outcome.details[ident] = f"all {len(tests)} tests passed"
+            outcome.details[ident] = f"all {len(ran)} tests that ran passed" + (
+                f"; {len(waiting)} more wait for exercise(s) {', '.join(later)}"
+                if waiting else "")
 
 
 # ------------------------------------------------------------ the class

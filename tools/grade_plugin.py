@@ -4,7 +4,8 @@
 * ``--grade-log PATH``: one JSON object per line, written as the run goes (a
   run killed at the student's time limit still leaves every finished result):
   first ``{"collected": [{"nodeid", "exercises"}, ...]}``, then for each test
-  ``{"nodeid", "outcome", "when", "duration", "exercises", "message"}``.
+  ``{"nodeid", "outcome", "when", "duration", "exercises", "message", "stub"}``
+  (``stub``: the exercise whose stub a failed test stopped at, if any).
 * ``--grade-test-limit S``: a test (each of its setup, call and teardown) that
   runs longer than S seconds fails with "time limit"; the run goes on, so an
   endless loop in one exercise costs only that exercise (POSIX: SIGALRM).
@@ -20,10 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import signal
 from pathlib import Path
 
 import pytest
+
+
+STUB_RE = re.compile(r"NotImplementedError: Exercise (\d+\.\d+) — ")
 
 
 class TimeLimit(BaseException):
@@ -128,12 +133,14 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if report.when != "call" and report.passed:
         return
-    message = ""
+    message, stub = "", None
     if report.failed:
+        found = STUB_RE.findall(str(report.longrepr))
+        stub = found[-1] if found else None
         excinfo = call.excinfo
         message = (f"{excinfo.typename}: {excinfo.value}" if excinfo is not None
                    else str(report.longrepr))
         message = message.strip().splitlines()[0][:300] if message.strip() else "failed"
     _write(item.config, {"nodeid": item.nodeid, "when": report.when, "outcome": report.outcome,
                          "duration": round(report.duration, 3), "exercises": _exercises(item),
-                         "message": message})
+                         "message": message, "stub": stub})

@@ -230,3 +230,26 @@ def test_grade_a_class(tmp_path):
     assert [c.find("properties/property[@name='exercise']").get("value")
             for c in full.iter("testcase")] == ["1.2", "1.4"]
     assert next(s for s in suites if s.get("name") == "looping").get("failures") == "1"
+
+
+def test_a_test_stopped_by_another_unanswered_exercise_proves_nothing(tmp_path):
+    log = tmp_path / "log.jsonl"
+    records = [{"collected": [{"nodeid": "a", "exercises": ["1.1"]},
+                              {"nodeid": "b", "exercises": ["1.1", "6.2"]},
+                              {"nodeid": "c", "exercises": ["6.2"]},
+                              {"nodeid": "d", "exercises": ["1.3"]}]},
+               {"nodeid": "a", "outcome": "passed", "stub": None},
+               {"nodeid": "b", "outcome": "failed", "stub": "6.2",
+                "message": "NotImplementedError: Exercise 6.2 — ..."},
+               {"nodeid": "c", "outcome": "failed", "stub": "6.2", "message": "stub"},
+               {"nodeid": "d", "outcome": "failed", "stub": "6.2", "message": "stub"}]
+    log.write_text("\n".join(json.dumps(r) for r in records))
+    outcome = grade.Outcome("s")
+    grade.score(outcome, log, ["1.1", "6.2", "1.3"], "", stubs={"6.2"})
+    assert outcome.scores == {"1.1": 1, "6.2": 0, "1.3": 0}
+    assert "1 more wait for exercise(s) 6.2" in outcome.details["1.1"]
+    assert "wait for exercise(s) 6.2" in outcome.details["1.3"]
+    # A "stub" the student raises while the real one is answered counts as a failure.
+    outcome = grade.Outcome("s")
+    grade.score(outcome, log, ["1.1"], "", stubs=set())
+    assert outcome.scores == {"1.1": 0}
