@@ -29,6 +29,7 @@ import pytest
 
 
 STUB_RE = re.compile(r"NotImplementedError: Exercise (\d+\.\d+) — ")
+OUTPUT_STUB_RE = re.compile(r"Exercise (\d+\.\d+) — ")
 
 
 class TimeLimit(BaseException):
@@ -136,6 +137,8 @@ def pytest_runtest_makereport(item, call):
     message, stub = "", None
     if report.failed:
         found = STUB_RE.findall(str(report.longrepr))
+        if not found:            # a stub reached in a subprocess: its output names it
+            found = OUTPUT_STUB_RE.findall("\n".join(text for _, text in report.sections))
         stub = found[-1] if found else None
         excinfo = call.excinfo
         message = (f"{excinfo.typename}: {excinfo.value}" if excinfo is not None
