@@ -325,7 +325,9 @@ def main(argv=None) -> int:
     summary = write_student_copy(Path(args.dest), chapters=args.chapters, only=only,
                                  force=args.force, git=not args.no_git, link=args.link)
     print(f"make student: wrote {args.dest}: {summary['files']} files, "
-          f"{len(summary['blanked'])} exercises blanked ({summary['regions']} regions), "
+          f"{len(summary['blanked'])} exercises blanked ({summary['regions']} regions; "
+          f"{len(summary['released'])} released, {len(summary['withheld'])} withheld "
+          "until their chapter is released), "
           f"{summary['notebook_regions']} notebook regions, {summary['answer_cells']} "
           f"answer cells; no answer keys, no history of the reference")
     return 0
