@@ -185,7 +185,11 @@ def score(outcome: Outcome, log: Path, released, output: str, stubs=frozenset())
 
     A test that stopped at the stub of *another* exercise, still unanswered in
     the submission (``stubs``), proves nothing about this one: it is left out
-    (it counts once that exercise is answered)."""
+    (it counts once that exercise is answered).  So is a failed test of a later
+    chapter than this exercise's while an exercise of the chapters in between
+    (up to the test's) is unanswered: a chapter's tests may use any exercise
+    of its chapter and the earlier ones, and a stub can be caught on the way
+    (the command line turns one into a message and an exit status)."""
     collected, results = [], {}
     if log.is_file():
         for line in log.read_text(encoding="utf-8").splitlines():
@@ -203,8 +207,19 @@ def score(outcome: Outcome, log: Path, released, output: str, stubs=frozenset())
         tests = [t["nodeid"] for t in collected if ident in t["exercises"]]
         states = [results.get(t, {"outcome": "not run", "message": "not run (time limit)"})
                   for t in tests]
-        waiting = {t: s["stub"] for t, s in zip(tests, states) if s.get("stub")
-                   and s["stub"] != ident and s["stub"] in stubs}
+        chapter_of_test = {t["nodeid"]: t.get("chapter") for t in collected}
+        waiting = {}
+        for t, s in zip(tests, states):
+            if s["outcome"] in ("passed", "skipped", "not run"):
+                continue
+            if s.get("stub") and s["stub"] != ident and s["stub"] in stubs:
+                waiting[t] = s["stub"]
+            elif not s.get("stub") and chapter_of_test.get(t) is not None:
+                between = sorted((x for x in stubs if x != ident and exercises.chapter_of(ident)
+                                  < exercises.chapter_of(x) <= chapter_of_test[t]),
+                                 key=exercises.sort_key)
+                if between:
+                    waiting[t] = between[0]
         bad = [(t, s) for t, s in zip(tests, states)
                if s["outcome"] not in ("passed", "skipped") and t not in waiting]
         ran = [s for s in states if s["outcome"] == "passed"]

@@ -3,7 +3,7 @@
 
 * ``--grade-log PATH``: one JSON object per line, written as the run goes (a
   run killed at the student's time limit still leaves every finished result):
-  first ``{"collected": [{"nodeid", "exercises"}, ...]}``, then for each test
+  first ``{"collected": [{"nodeid", "exercises", "chapter"}, ...]}``, then for each test
   ``{"nodeid", "outcome", "when", "duration", "exercises", "message", "stub"}``
   (``stub``: the exercise whose stub a failed test stopped at, if any).
 * ``--grade-test-limit S``: a test (each of its setup, call and teardown) that
@@ -87,8 +87,14 @@ def pytest_collection_modifyitems(session, config, items):
         items[:] = keep
 
 
+def _chapter(item):
+    found = [int(m.name[7:]) for m in item.iter_markers() if re.fullmatch(r"chapter\d+", m.name)]
+    return found[0] if found else None
+
+
 def pytest_collection_finish(session):
-    _write(session.config, {"collected": [{"nodeid": item.nodeid, "exercises": _exercises(item)}
+    _write(session.config, {"collected": [{"nodeid": item.nodeid, "exercises": _exercises(item),
+                                           "chapter": _chapter(item)}
                                           for item in session.items]})
 
 

@@ -249,6 +249,19 @@ def test_a_test_stopped_by_another_unanswered_exercise_proves_nothing(tmp_path):
     assert outcome.scores == {"1.1": 1, "6.2": 0, "1.3": 0}
     assert "1 more wait for exercise(s) 6.2" in outcome.details["1.1"]
     assert "wait for exercise(s) 6.2" in outcome.details["1.3"]
+    # A failed chapter-6 test of 1.1 without a stub's message (a command caught
+    # it) waits for the unanswered chapter-6 exercise; one of chapter 1 does not.
+    records[0]["collected"] += [{"nodeid": "e", "exercises": ["1.1"], "chapter": 6},
+                                {"nodeid": "f", "exercises": ["1.3"], "chapter": 1}]
+    records += [{"nodeid": "e", "outcome": "failed", "stub": None, "message": "exit 3"}]
+    log.write_text("\n".join(json.dumps(r) for r in records))
+    outcome = grade.Outcome("s")
+    grade.score(outcome, log, ["1.1"], "", stubs={"6.2"})
+    assert outcome.scores == {"1.1": 1}
+    records += [{"nodeid": "f", "outcome": "failed", "stub": None, "message": "wrong"}]
+    log.write_text("\n".join(json.dumps(r) for r in records))
+    grade.score(outcome, log, ["1.3"], "", stubs={"6.2"})
+    assert outcome.scores["1.3"] == 0 and "f: wrong" in outcome.details["1.3"]
     # A "stub" the student raises while the real one is answered counts as a failure.
     outcome = grade.Outcome("s")
     grade.score(outcome, log, ["1.1"], "", stubs=set())
