@@ -5,8 +5,9 @@ files not ignored), without the git history and without the answer keys
 (``chapters/answers/``).  In the selected chapters every solution region of the
 library becomes ``raise NotImplementedError("Exercise N.M — ...")`` and every
 notebook's "your turn" regions and ``answer`` cells are blanked (outputs
-cleared).  Exercises of other chapters keep their reference code, so a teacher
-can hand out one part at a time on top of working earlier parts.
+cleared).  Exercises of the chapters before the selected ones keep their
+reference code, so a teacher can hand out one part at a time on top of working
+earlier parts.
 
 With ``--chapters`` (``CHAPTERS=1-3``) only those chapters' exercises are
 *released*; the exercises of every later chapter are blanked too (*withheld*,
@@ -36,7 +37,7 @@ if __package__ in (None, ""):                       # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "tools"
 
-from tools import exercises, release, solutions  # noqa: E402
+from tools import exercises, solutions  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EXCLUDED_PREFIXES = ("chapters/answers/",)
@@ -133,11 +134,12 @@ def write_student_copy(dest: Path, *, root: Path = ROOT, chapters: str | None = 
             _copy(src, out, link)
     summary = {"blanked": blanked,
                "titles": {i: exercises.EXERCISES.get(i, "") for i in blanked},
-               "chapters": chapters or "all", **counts,
-               "released": released, "withheld": withheld,
-               "test_chapters": _test_chapters(released, only)}
+               "chapters": chapters or "all", **counts}
+    summary.update(released=released, withheld=withheld,
+                   test_chapters=_test_chapters(released, only))
     (dest / STUDENT_FILE).write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n",
                                      encoding="utf-8")
+    from tools import release  # noqa: PLC0415
     release.write_manifest(dest, root, chapters=summary["chapters"], released=released,
                            withheld=withheld)
     if git:
@@ -199,9 +201,9 @@ def refuse_to_remove(dest: Path) -> None:
             reasons.append(f"git status failed there ({status.stderr.strip()})")
         elif changed:
             reasons.append(f"{len(changed)} uncommitted change(s) (git status)")
+    from tools import release, update_student  # noqa: PLC0415
     manifest = release.read_manifest(dest)
     if manifest is not None:
-        from tools import update_student  # noqa: PLC0415
         written = update_student.written_exercises(dest, manifest)
         if written:
             reasons.append("answers to exercise(s) " + ", ".join(written))
