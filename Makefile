@@ -17,7 +17,7 @@ TEST_PATHS := tests tools/tests $(if $(NOTEBOOKS),notebooks)
 # --nbval-current-env: run notebooks in this venv's kernel, not a system one.
 PYTEST_ARGS := $(TEST_PATHS) --nbval-lax --nbval-current-env -q
 
-.PHONY: venv test demo bench test-gpu notebooks jupyter clean check-python check student selftest
+.PHONY: venv test demo bench test-gpu notebooks jupyter clean check-python check student selftest grade
 
 venv: $(STAMP)
 
@@ -46,7 +46,11 @@ check-python:
 
 # CHAPTER=3 (or 3-5): only that chapter's tests; EX=3.2: one exercise's tests;
 # ARGS: more pytest options (e.g. ARGS=--run-blocked, ARGS='--tb=short').
-COURSE_ARGS := $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(EX),--exercise $(EX)) $(ARGS)
+# In a student copy handed out chapter by chapter (make student CHAPTERS=1-3),
+# the default is the chapters released so far (student.json's test_chapters).
+RELEASED_CHAPTERS := $(shell sed -n 's/^ *"test_chapters": "\([0-9-]*\)".*/\1/p' student.json 2>/dev/null)
+TEST_CHAPTERS := $(or $(CHAPTER),$(RELEASED_CHAPTERS))
+COURSE_ARGS := $(if $(TEST_CHAPTERS),--chapter $(TEST_CHAPTERS)) $(if $(EX),--exercise $(EX)) $(ARGS)
 
 test: venv
 	$(PY) -m pytest $(PYTEST_ARGS) $(COURSE_ARGS)
@@ -55,9 +59,20 @@ check: venv
 	$(if $(EX),,$(error make check needs an exercise: make check EX=3.2))
 	$(PY) -m pytest tests -q --exercise $(EX) $(ARGS)
 
-# The student copy: DEST (default build/student), CHAPTERS=3-5 blanks only those.
+# The student copy: DEST (default build/student); CHAPTERS=1-3 releases those
+# chapters' exercises (later chapters' answers are blanked too); FORCE=1 replaces
+# a copy that holds no work; UPDATE=1 brings this release into a copy with
+# answers, keeping them (chapters/TEACHING.md).
 student: venv
-	$(PY) tools/make_student.py $(if $(DEST),--dest $(DEST)) $(if $(CHAPTERS),--chapters $(CHAPTERS)) $(if $(FORCE),--force)
+	$(PY) tools/make_student.py $(if $(DEST),--dest $(DEST)) $(if $(CHAPTERS),--chapters $(CHAPTERS)) $(if $(FORCE),--force) $(if $(UPDATE),--update)
+
+# Grade a class: SUBMISSIONS=dir/ (a student copy or a .bundle per student)
+# against RELEASE (default build/student); JOBS at once; OUT (build/grades);
+# EX=3.1,3.2 grades only those; MODE=fast runs only the tests marked with an
+# exercise, MODE=full every test of the graded chapters (chapters/TEACHING.md).
+grade: venv
+	$(if $(SUBMISSIONS),,$(error make grade needs SUBMISSIONS=folder/ with one student copy or .bundle per student))
+	$(PY) tools/grade.py --submissions $(SUBMISSIONS) $(if $(RELEASE),--release $(RELEASE)) $(if $(JOBS),--jobs $(JOBS)) $(if $(OUT),--out $(OUT)) $(if $(LIMIT),--limit $(LIMIT)) $(if $(EX),--exercises $(EX)) $(if $(MODE),--mode $(MODE))
 
 # Every exercise blanked in turn: its tests fail, earlier chapters still pass.
 selftest: venv

@@ -5,12 +5,23 @@ files not ignored), without the git history and without the answer keys
 (``chapters/answers/``).  In the selected chapters every solution region of the
 library becomes ``raise NotImplementedError("Exercise N.M — ...")`` and every
 notebook's "your turn" regions and ``answer`` cells are blanked (outputs
-cleared).  Exercises of other chapters keep their reference code, so a teacher
-can hand out one part at a time on top of working earlier parts.
+cleared).  Exercises of the chapters before the selected ones keep their
+reference code, so a teacher can hand out one part at a time on top of working
+earlier parts.
+
+With ``--chapters`` (``CHAPTERS=1-3``) only those chapters' exercises are
+*released*; the exercises of every later chapter are blanked too (*withheld*,
+their stubs say "not released yet"), so the copy hands out no solution of a
+chapter that is not released, and ``make test`` there runs the tests of the
+chapters up to the last released one.  A later ``make student UPDATE=1
+CHAPTERS=1-6 DEST=...`` releases more (tools/update_student.py).
 
 The copy gets ``student.json`` (which exercises are blanked: the test runner's
-progress table reads it), the README section "How to work through the course",
-and a fresh git repository with one commit (unless ``--no-git``).
+progress table reads it), ``release.json`` (the release's version and the hash
+of every file: tools/release.py), the README section "How to work through the
+course", and a fresh git repository with one commit (unless ``--no-git``).
+``--force`` replaces an existing copy only when it holds no work: no
+uncommitted change and no answer (``--update`` keeps them instead).
 """
 from __future__ import annotations
 
@@ -76,30 +87,23 @@ def write_student_copy(dest: Path, *, root: Path = ROOT, chapters: str | None = 
                          "choose a folder outside it or under build/")
     if dest.exists():
         if not force:
-            raise SystemExit(f"make student: {dest} already exists; remove it or pass "
-                             "--force (FORCE=1)")
+            raise SystemExit(f"make student: {dest} already exists; bring a new release "
+                             "into it with UPDATE=1 (keeps the answers), or replace it "
+                             "with FORCE=1")
+        refuse_to_remove(dest)
         shutil.rmtree(dest)
     by_id = solutions.collect(root)
-    if only is not None:
-        unknown = [i for i in only if i not in by_id]
-        if unknown:
-            raise SystemExit(f"make student: no region for exercise(s) {unknown}")
-        blanked = sorted(only, key=exercises.sort_key)
-        blank_chapters = set()
-    else:
-        try:
-            blanked = exercises.parse_selection(chapters, by_id)
-        except ValueError as e:
-            raise SystemExit(f"make student: {e}") from None
-        blank_chapters = {exercises.chapter_of(i) for i in
-                          exercises.parse_selection(chapters, exercises.EXERCISES)}
+    released, withheld = select(by_id, chapters, only)
+    blanked = sorted(released + withheld, key=exercises.sort_key)
+    blank_chapters = set() if only is not None else {exercises.chapter_of(i) for i in blanked}
     regions_by_file: dict[str, list] = {}
     for ident in blanked:
         for region in by_id[ident]:
             regions_by_file.setdefault(region.path, []).append(region)
 
     def message(ident):
-        return exercises.stub_message(root, ident)
+        later = f" (chapter {exercises.chapter_of(ident)} is not released yet)"
+        return exercises.stub_message(root, ident) + (later if ident in withheld else "")
 
     counts = {"files": 0, "regions": 0, "notebook_regions": 0, "answer_cells": 0}
     for rel in tracked_files(root):
@@ -124,7 +128,7 @@ def write_student_copy(dest: Path, *, root: Path = ROOT, chapters: str | None = 
             else:
                 _copy(src, out, link)
         elif rel == "README.md":
-            out.write_text(_student_readme(src.read_text(encoding="utf-8"), blanked),
+            out.write_text(_student_readme(src.read_text(encoding="utf-8"), released),
                            encoding="utf-8")
         else:
             _copy(src, out, link)
@@ -132,11 +136,83 @@ def write_student_copy(dest: Path, *, root: Path = ROOT, chapters: str | None = 
     summary = {"blanked": blanked,
                "titles": {i: exercises.EXERCISES.get(i, "") for i in blanked},
                "chapters": chapters or "all", **counts}
+    summary.update(released=released, withheld=withheld,
+                   test_chapters=_test_chapters(released, only))
     (dest / STUDENT_FILE).write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n",
                                      encoding="utf-8")
+    from tools import release  # noqa: PLC0415
+    release.write_manifest(dest, root, chapters=summary["chapters"], released=released,
+                           withheld=withheld)
     if git:
         _git_init(dest)
     return summary
+
+
+def select(by_id, chapters: str | None, only) -> tuple[list[str], list[str]]:
+    """(released, withheld) exercise ids.  Released: the exercises of CHAPTERS
+    (all by default), the student's work.  Withheld: those of the chapters after
+    the last released one, blanked too (a later release hands them out), so the
+    copy holds no solution of a chapter not yet handed out.  Chapters before the
+    first released one keep their reference code."""
+    if only is not None:
+        unknown = [i for i in only if i not in by_id]
+        if unknown:
+            raise SystemExit(f"make student: no region for exercise(s) {unknown}")
+        return sorted(only, key=exercises.sort_key), []
+    try:
+        released = exercises.parse_selection(chapters, by_id)
+        wanted = {exercises.chapter_of(i) for i in
+                  exercises.parse_selection(chapters, exercises.EXERCISES)}
+    except ValueError as e:
+        raise SystemExit(f"make student: {e}") from None
+    if not released:
+        raise SystemExit(f"make student: CHAPTERS={chapters} selects no exercise; the "
+                         "exercises are in chapters "
+                         f"{_span({exercises.chapter_of(i) for i in by_id})}")
+    last = max(wanted)
+    withheld = [i for i in sorted(by_id, key=exercises.sort_key)
+                if exercises.chapter_of(i) > last]
+    return released, withheld
+
+
+def _span(chapters) -> str:
+    return f"{min(chapters)}-{max(chapters)}" if chapters else "(none)"
+
+
+def _test_chapters(released, only) -> str | None:
+    """The chapters ``make test`` runs in the copy by default: up to the last
+    released one (None: all)."""
+    if only is not None or not released:
+        return None
+    last = max(exercises.chapter_of(i) for i in released)
+    every = max(exercises.chapter_of(i) for i in exercises.EXERCISES)
+    return None if last >= every else f"0-{last}"
+
+
+def refuse_to_remove(dest: Path) -> None:
+    """SystemExit unless ``dest`` can be replaced without losing work: a git
+    repository with uncommitted changes, or a copy whose exercise stubs the
+    student has replaced, is kept."""
+    reasons = []
+    if (dest / ".git").exists():
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=dest,
+                                capture_output=True, text=True)
+        changed = [line for line in status.stdout.splitlines() if line.strip()]
+        if status.returncode != 0:
+            reasons.append(f"git status failed there ({status.stderr.strip()})")
+        elif changed:
+            reasons.append(f"{len(changed)} uncommitted change(s) (git status)")
+    from tools import release, update_student  # noqa: PLC0415
+    manifest = release.read_manifest(dest)
+    if manifest is not None:
+        written = update_student.written_exercises(dest, manifest)
+        if written:
+            reasons.append("answers to exercise(s) " + ", ".join(written))
+    if reasons:
+        raise SystemExit(f"make student: FORCE=1 will not remove {dest}: it holds "
+                         + " and ".join(reasons) + ". Bring the new release in with "
+                         "`make student UPDATE=1 DEST=...` (keeps the answers, backs up "
+                         "what it replaces), or move the folder away yourself")
 
 
 def _ignored(root: Path, path: Path) -> bool:
@@ -238,16 +314,27 @@ def main(argv=None) -> int:
                              "(default: all)")
     parser.add_argument("--only", default=None,
                         help="blank exactly these exercise ids (comma-separated)")
-    parser.add_argument("--force", action="store_true", help="replace DEST if it exists")
+    parser.add_argument("--force", action="store_true",
+                        help="replace DEST if it exists (refused when it holds work)")
+    parser.add_argument("--update", action="store_true",
+                        help="bring this release into the existing copy DEST, keeping "
+                             "the student's answers (tools/update_student.py)")
     parser.add_argument("--no-git", action="store_true", help="do not git-init the copy")
     parser.add_argument("--link", action="store_true",
                         help="hard-link unchanged files (throw-away copies only)")
     args = parser.parse_args(argv)
     only = [i.strip() for i in args.only.split(",")] if args.only else None
+    if args.update:
+        from tools import update_student  # noqa: PLC0415
+        report = update_student.update(Path(args.dest), root=ROOT, chapters=args.chapters)
+        print(report.text())
+        return 1 if report.conflicts else 0
     summary = write_student_copy(Path(args.dest), chapters=args.chapters, only=only,
                                  force=args.force, git=not args.no_git, link=args.link)
     print(f"make student: wrote {args.dest}: {summary['files']} files, "
-          f"{len(summary['blanked'])} exercises blanked ({summary['regions']} regions), "
+          f"{len(summary['blanked'])} exercises blanked ({summary['regions']} regions; "
+          f"{len(summary['released'])} released, {len(summary['withheld'])} withheld "
+          "until their chapter is released), "
           f"{summary['notebook_regions']} notebook regions, {summary['answer_cells']} "
           f"answer cells; no answer keys, no history of the reference")
     return 0

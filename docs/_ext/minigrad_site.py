@@ -68,6 +68,13 @@ TOCTREE = """
 
 /docs/api/index
 ```
+
+```{toctree}
+:hidden:
+:caption: Teaching
+
+/chapters/TEACHING
+```
 """
 
 

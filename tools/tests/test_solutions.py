@@ -128,7 +128,9 @@ def test_the_library_regions_match_the_exercise_table():
 def test_student_copy_has_no_answers(tmp_path):
     dest = tmp_path / "student"
     summary = write_student_copy(dest, root=ROOT, chapters="3-4", git=False, link=True)
-    assert summary["blanked"] and all(i.split(".")[0] in ("3", "4") for i in summary["blanked"])
+    assert summary["released"] and all(i.split(".")[0] in ("3", "4") for i in summary["released"])
+    assert set(summary["blanked"]) == set(summary["released"]) | set(summary["withheld"])
+    assert summary["withheld"] and all(int(i.split(".")[0]) > 4 for i in summary["withheld"])
     assert not (dest / "chapters" / "answers").exists()
     assert not (dest / ".git").exists()
     blanked = {exercises.chapter_of(i) for i in summary["blanked"]}
