@@ -79,6 +79,9 @@ def add_gpt_parsers(commands, number_types, add_device_and_dtype) -> None:
                    help="save the loss curve(s) to PATH (.png, .svg, .pdf; needs matplotlib)")
     f.add_argument("--seed", type=non_negative_int, default=0,
                    help="seed of the data order and the adapters (default: 0)")
+    f.add_argument("--checkpoint", metavar="PATH", default=None,
+                   help="the pre-trained GPT to fine-tune, as written by pretrain --out "
+                        "(default: the checkpoint shipped in the package)")
     f.add_argument("--out", metavar="PATH", default=None,
                    help="save the result: the adapters alone with --lora-rank, else the model")
     f.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -153,7 +156,7 @@ def run_finetune(args, progress) -> int:
                       lora_alpha=args.lora_alpha, checkpointing=args.checkpointing,
                       normalization=args.normalization, seed=args.seed, device=args.device,
                       dtype=np.dtype(args.dtype), compare_micro_batch=args.compare_micro_batch,
-                      on_update=on_update)
+                      checkpoint=args.checkpoint, on_update=on_update)
     if bar is not None:
         bar.close()
     print(f"trainable parameters: {result['trainable_parameters']:,} of "

@@ -54,8 +54,9 @@ def test_pretrain_and_finetune_commands(tmp_path, capsys):
     assert model.config.n_embd == 16 and len(meta["train_losses"]) == 2
     assert (tmp_path / "gpt.json").exists()
     adapter = tmp_path / "adapter.npz"
-    assert main(["finetune", "--micro-batch", "1", "--accumulation-steps", "2", "--updates",
-                 "1", "--lora-rank", "2", "--checkpointing", "--no-progress",
+    assert main(["finetune", "--checkpoint", str(out), "--micro-batch", "1",
+                 "--accumulation-steps", "2", "--updates", "1", "--lora-rank", "2",
+                 "--checkpointing", "--no-progress",
                  "--compare-micro-batch", "--plot", str(tmp_path / "curve.png"),
                  "--out", str(adapter)]) == 0
     text = capsys.readouterr().out
