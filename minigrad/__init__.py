@@ -2,11 +2,12 @@
 
 The public face; everything here is re-exported from the modules that define it.
 """
-from . import backend, cuda, memory
+from . import backend, cuda, memory, return_types
 from .autograd import Function, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .checkpointing import checkpoint, checkpoint_sequential
 from .creation import (abs, arange, broadcast_to, cat, clip, concatenate, exp, log,
-                       log_softmax, matmul, maximum, mean, minimum, ones, ones_like, rand,
+                       log_softmax, matmul, maximum, mean, minimum, ones, ones_like, permute,
+                       rand,
                        randn, relu, reshape, sigmoid, softmax, sqrt, squeeze, stack, sum,
                        tanh, tensor, transpose, unsqueeze, where, zeros, zeros_like)
 from .gradcheck import GradcheckError, gradcheck

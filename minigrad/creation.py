@@ -114,23 +114,23 @@ def where(condition, x, y) -> Tensor:
     return E.Where(cond)(x, y)
 
 
-def concatenate(tensors, axis=0) -> Tensor:
-    """Join a sequence of tensors along an existing ``axis``."""
+def concatenate(tensors, dim=0, *, axis=None) -> Tensor:
+    """Join a sequence of tensors along an existing dimension ``dim`` (or ``axis``)."""
     tensors = list(tensors)
     if not tensors:
         raise ValueError("concatenate: need at least one tensor")
-    return S.Concatenate(axis)(*tensors)
+    return S.Concatenate(dim if axis is None else axis)(*tensors)
 
 
 cat = concatenate
 
 
-def stack(tensors, axis=0) -> Tensor:
-    """Join a sequence of same-shape tensors along a new ``axis``."""
+def stack(tensors, dim=0, *, axis=None) -> Tensor:
+    """Join a sequence of same-shape tensors along a new dimension ``dim`` (or ``axis``)."""
     tensors = list(tensors)
     if not tensors:
         raise ValueError("stack: need at least one tensor")
-    return S.Stack(axis)(*tensors)
+    return S.Stack(dim if axis is None else axis)(*tensors)
 
 
 def _unary(name, cls):
@@ -158,37 +158,43 @@ def matmul(a, b):
     return a @ b
 
 
-def sum(x, axis=None, keepdims=False):  # noqa: A001
-    return x.sum(axis, keepdims)
+def sum(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
+    return x.sum(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
-def mean(x, axis=None, keepdims=False):
-    return x.mean(axis, keepdims)
+def mean(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    return x.mean(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
 def reshape(x, *shape):
     return x.reshape(*shape)
 
 
-def transpose(x, *axes):
-    return x.transpose(*axes)
+def transpose(x, dim0, dim1):
+    """``x`` with dimensions ``dim0`` and ``dim1`` swapped (``torch.transpose``)."""
+    return x.transpose(dim0, dim1)
+
+
+def permute(x, *dims):
+    """``x`` with its dimensions in the order ``dims`` (``torch.permute``)."""
+    return x.permute(*dims)
 
 
 def broadcast_to(x, shape):
     return x.broadcast_to(shape)
 
 
-def squeeze(x, axis=None):
-    return x.squeeze(axis)
+def squeeze(x, dim=None):
+    return x.squeeze(dim)
 
 
-def unsqueeze(x, axis):
-    return x.unsqueeze(axis)
+def unsqueeze(x, dim):
+    return x.unsqueeze(dim)
 
 
-def softmax(x, axis=-1):
-    return x.softmax(axis)
+def softmax(x, dim=-1, *, axis=None):
+    return x.softmax(dim, axis=axis)
 
 
-def log_softmax(x, axis=-1):
-    return x.log_softmax(axis)
+def log_softmax(x, dim=-1, *, axis=None):
+    return x.log_softmax(dim, axis=axis)

@@ -102,6 +102,17 @@ def erfc(x):
     return xp.where(y <= _SMALL, small, big)
 
 
+class Erf(Function):
+    """erf(x) (Cody 1969, above); d/dx = 2/√π·exp(-x²)."""
+
+    def forward(self, x):
+        self.x = to_floating(x)
+        return erf(self.x)
+
+    def backward(self, g):
+        return g * (2 * _SQRT_1_PI) * get_array_module(g).exp(-self.x * self.x)
+
+
 _SQRT_2 = math.sqrt(2.0)
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)

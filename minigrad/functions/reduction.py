@@ -138,13 +138,14 @@ class Min(Max):
 
 
 class Var(Function):
-    """Variance over axes with ``ddof`` (0: biased, NumPy's default; 1: unbiased).
+    """Variance over axes: Σ(a_i - mean)² / max(0, n - correction), with
+    ``correction`` 1 (Bessel's, unbiased: PyTorch's default) or 0 (biased).
 
-    d var / d a_i = 2 (a_i - mean) / (n - ddof).
+    d var / d a_i = 2 (a_i - mean) / (n - correction).
     """
 
-    def __init__(self, axis=None, keepdims=False, ddof=0):
-        self.axis, self.keepdims, self.ddof = axis, keepdims, ddof
+    def __init__(self, axis=None, keepdims=False, correction=1):
+        self.axis, self.keepdims, self.correction = axis, keepdims, correction
 
     def forward(self, a):
         xp = get_array_module(a)
@@ -154,7 +155,7 @@ class Var(Function):
         n = 1
         for ax in self.axes:
             n *= a.shape[ax]
-        self.denominator = n - self.ddof
+        self.denominator = max(0, n - self.correction)     # PyTorch's: n <= correction gives nan/inf
         with np.errstate(divide="ignore", invalid="ignore"):   # empty: nan, no warning
             mean = a.sum(axis=self.axes, keepdims=True) / n
         self.centered = a - mean
@@ -164,5 +165,5 @@ class Var(Function):
 
     def backward(self, g):
         g = _expand(g, self.in_shape, self.axes, self.keepdims)
-        with np.errstate(divide="ignore", invalid="ignore"):   # n - ddof == 0: nan
+        with np.errstate(divide="ignore", invalid="ignore"):   # n - correction <= 0: nan
             return g * self.centered * 2 / self.denominator

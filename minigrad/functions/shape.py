@@ -80,18 +80,19 @@ class BroadcastTo(Function):
 
 
 class Squeeze(Function):
-    """Remove size-1 axes (all of them for ``axis=None``)."""
+    """Remove size-1 axes: all of them for ``dim=None``, else those of ``dim``
+    (an int or a tuple) that have size 1; a named axis of another size stays,
+    as in PyTorch (NumPy would raise)."""
 
-    def __init__(self, axis=None):
-        self.axis = axis
+    def __init__(self, dim=None):
+        self.dim = dim
 
     def forward(self, a):
         self.in_shape = a.shape
-        try:
-            return get_array_module(a).squeeze(a, axis=self.axis)
-        except ValueError:
-            raise ValueError(f"squeeze: axis {self.axis} of shape {tuple(a.shape)} does "
-                             "not have size 1") from None
+        if self.dim is None:
+            return get_array_module(a).squeeze(a)
+        axes = normalize_axis(self.dim, max(a.ndim, 1), "squeeze") if a.ndim else ()
+        return a.reshape([n for i, n in enumerate(a.shape) if not (i in axes and n == 1)])
 
     def backward(self, g):
         return g.reshape(self.in_shape)
@@ -214,6 +215,52 @@ def _index_part(p, xp):
         raise IndexError(f"index arrays must hold integers or booleans, got dtype "
                          f"{arr.dtype}")
     return asnumpy(arr) if xp is np else xp.asarray(arr)
+
+
+def select_ints_first(index):
+    """PyTorch's rule for an index mixing ints and arrays: ``(first, rest)``, two
+    indices to apply one after the other, or None when the rule changes nothing.
+
+    NumPy counts an int as an advanced index when arrays are present, so in
+    ``x[0, :, [1, 2]]`` (x of shape (2, 3, 4)) the int and the list are
+    broadcast together and, being separated by a slice, moved to the front:
+    shape (2, 3).  PyTorch applies the ints first (a basic selection, which
+    removes their axes) and then the rest: ``x[0][:, [1, 2]]``, shape (3, 2).
+    ``first`` keeps the ints, Ellipsis and None and the slices; ``rest``
+    keeps the arrays (and a full slice for every axis ``first`` kept).
+    """
+    kinds = [_kind(p) for p in index]
+    if "int" not in kinds or "array" not in kinds or "bool" in kinds:
+        return None
+    first, rest = [], []
+    for p, kind in zip(index, kinds):
+        if kind == "int":
+            first.append(p)
+        elif kind == "array":
+            arr = np.asarray(p) if isinstance(p, (list, tuple)) else p
+            k = arr.ndim if arr.dtype == np.bool_ else 1      # a mask spans its ndim axes
+            first.extend([slice(None)] * k)
+            rest.append(p)
+        elif p is None:
+            first.append(None)
+            rest.append(slice(None))
+        elif p is Ellipsis:
+            first.append(p)
+            rest.append(p)
+        else:                                  # a slice
+            first.append(p)
+            rest.append(slice(None))
+    return tuple(first), tuple(rest)
+
+
+def _kind(p):
+    if isinstance(p, (bool, np.bool_)):
+        return "bool"
+    if isinstance(p, (int, np.integer)):
+        return "int"
+    if p is None or p is Ellipsis or isinstance(p, slice):
+        return "basic"
+    return "array"
 
 
 def is_advanced(index) -> bool:

@@ -41,14 +41,14 @@ class GELU(Module):
 
 
 class Softmax(Module):
-    """softmax along ``axis`` (PyTorch calls it ``dim``; minigrad uses NumPy's name)."""
+    """softmax along ``dim`` (NumPy's ``axis=`` is accepted too)."""
 
-    def __init__(self, axis: int = -1):
+    def __init__(self, dim: int = -1, *, axis=None):
         super().__init__()
-        self.axis = axis
+        self.dim = dim if axis is None else axis
 
     def forward(self, x):
-        return F.softmax(x, self.axis)
+        return F.softmax(x, self.dim)
 
     def extra_repr(self) -> str:
-        return f"axis={self.axis}"
+        return f"dim={self.dim}"

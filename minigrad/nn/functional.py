@@ -66,15 +66,21 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     return GELU(approximate)(_tensor(x, "gelu"))
 
 
-def softmax(x: Tensor, axis: int = -1) -> Tensor:
-    """exp(x) / Σ exp(x) along ``axis`` (stable: the maximum is subtracted)."""
-    return SM.Softmax(axis)(_tensor(x, "softmax"))
+def softmax(x: Tensor, dim: int = -1, *, axis=None) -> Tensor:
+    """exp(x) / Σ exp(x) along ``dim`` (or ``axis``; stable: the maximum is
+    subtracted)."""
+    return SM.Softmax(dim if axis is None else axis)(_tensor(x, "softmax"))
 
 
-def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
-    """x - logsumexp(x) along ``axis`` (stable, finite for -inf entries in a
-    row with a finite one)."""
-    return SM.LogSoftmax(axis)(_tensor(x, "log_softmax"))
+def log_softmax(x: Tensor, dim: int = -1, *, axis=None) -> Tensor:
+    """x - logsumexp(x) along ``dim`` (or ``axis``; stable, finite for -inf
+    entries in a row with a finite one)."""
+    return SM.LogSoftmax(dim if axis is None else axis)(_tensor(x, "log_softmax"))
+
+
+def softmin(x: Tensor, dim: int = -1, *, axis=None) -> Tensor:
+    """softmax(-x) along ``dim``: the smallest entry gets the largest weight."""
+    return softmax(-_tensor(x, "softmin"), dim, axis=axis)
 
 
 # --------------------------------------------------------------------- layers
@@ -162,6 +168,15 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator=None,
 
 
 # --------------------------------------------------------------------- losses
+def _no_legacy_reduction(name, size_average, reduce):
+    """PyTorch's deprecated ``size_average``/``reduce`` keep their positions in
+    the argument list, so that positional calls bind as in PyTorch, but are
+    not supported."""
+    if size_average is not None or reduce is not None:
+        raise TypeError(f"{name}: size_average and reduce are deprecated in PyTorch and "
+                        f"not supported; use reduction='mean' | 'sum' | 'none'")
+
+
 def _class_weight(weight, reference, name):
     """Loss weights (Tensor, array or list of numbers) as an array on the
     device of ``reference``, or None.  They are constants: a weight that
@@ -182,9 +197,9 @@ def _class_weight(weight, reference, name):
     return backend.to_device(array, reference.device)
 
 
-def cross_entropy(logits: Tensor, target, ignore_index: int = -100,
-                  reduction: str = "mean", label_smoothing: float = 0.0,
-                  weight=None) -> Tensor:
+def cross_entropy(logits: Tensor, target, weight=None, size_average=None,
+                  ignore_index: int = -100, reduce=None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
     """Cross-entropy of logits against integer class targets (log-softmax and NLL
     fused into one Function, :class:`minigrad.functions.loss.CrossEntropy`).
 
@@ -203,14 +218,19 @@ def cross_entropy(logits: Tensor, target, ignore_index: int = -100,
     accumulation the window's weighted mean is exact when every micro-batch
     passes ``num_items=`` its own Σ_i w[y_i] (a float).
 
+    The arguments come in PyTorch's order; ``size_average`` and ``reduce``
+    (deprecated in PyTorch) must stay None: use ``reduction``.
+
     Raises:
         ValueError: a target outside [0, C) that is not ``ignore_index`` (the
             message names the value and C), mismatched shapes, an unknown
             reduction, label_smoothing outside [0, 1], a weight not of shape (C,).
-        TypeError: a non-integer target or a non-floating weight.
+        TypeError: a non-integer target or a non-floating weight, or
+            ``size_average``/``reduce`` given.
         RuntimeError: a weight that requires grad or lives on another device.
     """
     _tensor(logits, "cross_entropy")
+    _no_legacy_reduction("cross_entropy", size_average, reduce)
     # (Without CuPy loaded every tensor is on the CPU: no device to compare.)
     if not (isinstance(target, Tensor)
             and (backend._cupy is None or target.device == logits.device)):
@@ -219,12 +239,14 @@ def cross_entropy(logits: Tensor, target, ignore_index: int = -100,
     return CrossEntropy(ignore_index, reduction, label_smoothing, w)(logits, target)
 
 
-def nll_loss(log_probs: Tensor, target, ignore_index: int = -100,
-             reduction: str = "mean", weight=None) -> Tensor:
+def nll_loss(log_probs: Tensor, target, weight=None, size_average=None,
+             ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of log-probabilities (N, C) or (N, C, d1, ...) at
-    integer targets (N, ...); reductions, class ``weight`` (C,) and errors as
-    :func:`cross_entropy` ("mean" divides by Σ_i w[y_i])."""
+    integer targets (N, ...); arguments in PyTorch's order, reductions, class
+    ``weight`` (C,) and errors as :func:`cross_entropy` ("mean" divides by
+    Σ_i w[y_i])."""
     _tensor(log_probs, "nll_loss")
+    _no_legacy_reduction("nll_loss", size_average, reduce)
     target = _index_array(target, log_probs.device)
     w = _class_weight(weight, log_probs, "nll_loss")
     return NLLLoss(ignore_index, reduction, w)(log_probs, target)

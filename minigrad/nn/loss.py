@@ -8,13 +8,15 @@ from .module import Module
 
 
 class CrossEntropyLoss(Module):
-    """``F.cross_entropy(logits, target, ignore_index, reduction, label_smoothing,
-    weight)`` as a layer; see :func:`minigrad.nn.functional.cross_entropy`.
-    The class weights (a (C,) Tensor or None) are kept as the buffer ``weight``."""
+    """``F.cross_entropy(logits, target, weight, ignore_index=, reduction=,
+    label_smoothing=)`` as a layer, arguments in PyTorch's order; see
+    :func:`minigrad.nn.functional.cross_entropy`.  The class weights (a (C,)
+    Tensor or None) are kept as the buffer ``weight``."""
 
-    def __init__(self, ignore_index: int = -100, reduction: str = "mean",
-                 label_smoothing: float = 0.0, weight=None):
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100,
+                 reduce=None, reduction: str = "mean", label_smoothing: float = 0.0):
         super().__init__()
+        F._no_legacy_reduction("CrossEntropyLoss", size_average, reduce)
         check_reduction("CrossEntropyLoss", reduction)
         check_ignore_index("CrossEntropyLoss", ignore_index)
         self.ignore_index, self.reduction = ignore_index, reduction
@@ -22,23 +24,27 @@ class CrossEntropyLoss(Module):
         self.register_buffer("weight", _as_buffer(weight))
 
     def forward(self, logits, target):
-        return F.cross_entropy(logits, target, self.ignore_index, self.reduction,
-                               self.label_smoothing, self.weight)
+        return F.cross_entropy(logits, target, self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction,
+                               label_smoothing=self.label_smoothing)
 
 
 class NLLLoss(Module):
-    """``F.nll_loss`` as a layer; class weights as in :class:`CrossEntropyLoss`."""
+    """``F.nll_loss`` as a layer, arguments in PyTorch's order; class weights
+    as in :class:`CrossEntropyLoss`."""
 
-    def __init__(self, ignore_index: int = -100, reduction: str = "mean", weight=None):
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100,
+                 reduce=None, reduction: str = "mean"):
         super().__init__()
+        F._no_legacy_reduction("NLLLoss", size_average, reduce)
         check_reduction("NLLLoss", reduction)
         check_ignore_index("NLLLoss", ignore_index)
         self.ignore_index, self.reduction = ignore_index, reduction
         self.register_buffer("weight", _as_buffer(weight))
 
     def forward(self, log_probs, target):
-        return F.nll_loss(log_probs, target, self.ignore_index, self.reduction,
-                          self.weight)
+        return F.nll_loss(log_probs, target, self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
 
 
 class BCELoss(Module):

@@ -97,11 +97,15 @@ def test_weight_errors():
         F.cross_entropy(logits, [0, 1], weight=[1.0, 2.0])
     with pytest.raises(ValueError, match="weight of shape"):
         F.nll_loss(logits, [0, 1], weight=np.ones((3, 1)))
-    # PyTorch's third positional argument is the weight; here it is ignore_index
-    with pytest.raises(TypeError, match="ignore_index must be an int.*weight="):
-        F.cross_entropy(logits, [0, 1], np.ones(3))
-    with pytest.raises(TypeError, match="ignore_index must be an int.*weight="):
-        nn.NLLLoss(minigrad.tensor(np.ones(3)))
+    # PyTorch's third positional argument is the weight, here too
+    w = np.array([1.0, 2.0, 3.0])
+    assert F.cross_entropy(logits, [0, 1], w).item() == \
+        F.cross_entropy(logits, [0, 1], weight=w).item()
+    assert nn.NLLLoss(minigrad.tensor(w)).weight.numpy().tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(TypeError, match="ignore_index must be an int"):
+        F.nll_loss(logits, [0, 1], None, None, 1.5)
+    with pytest.raises(TypeError, match="size_average and reduce are deprecated"):
+        F.cross_entropy(logits, [0, 1], None, True)
     with pytest.raises(RuntimeError, match="no gradient"):
         F.cross_entropy(logits, [0, 1], weight=minigrad.tensor(np.ones(3),
                                                                requires_grad=True))
