@@ -701,6 +701,148 @@ class Tensor:
             return f"minigrad.{_TYPE_NAMES.get(self.dtype, str(self.dtype))}"
         return self.to(dtype=dtype)
 
+    # more shape functions
+    def expand(self, *sizes):
+        """A broadcast view to ``sizes`` (-1 keeps a dimension's size; new
+        dimensions go in front); the gradient sums over the copies."""
+        if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+            sizes = tuple(sizes[0])
+        if len(sizes) < self.ndim:
+            raise ValueError(f"expand: {len(sizes)} sizes for a tensor with {self.ndim} "
+                             f"dimensions; give at least one per dimension")
+        lead = len(sizes) - self.ndim
+        shape = tuple(n if s == -1 and i >= lead else s
+                      for i, (s, n) in enumerate(zip(sizes, (None,) * lead + self.shape)))
+        return S.BroadcastTo(shape)(self)
+
+    def expand_as(self, other):
+        return self.expand(other.shape)
+
+    def repeat(self, *repeats):
+        """``repeats[i]`` copies along dimension i, one after the other
+        (``numpy.tile``); more repeats than dimensions add leading ones."""
+        if len(repeats) == 1 and isinstance(repeats[0], (tuple, list)):
+            repeats = tuple(repeats[0])
+        return S.Repeat(repeats)(self)
+
+    def flip(self, *dims):
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = tuple(dims[0])
+        return S.Flip(dims)(self)
+
+    def roll(self, shifts, dims=None):
+        """Shift entries by ``shifts`` along ``dims`` (the flattened tensor for
+        None), wrapping around."""
+        return S.Roll(shifts, dims)(self)
+
+    def unflatten(self, dim, sizes):
+        """Split dimension ``dim`` into ``sizes`` (one may be -1)."""
+        d = _check_dims("unflatten", self.ndim, dim)[0] % max(self.ndim, 1)
+        return self.reshape(*self.shape[:d], *sizes, *self.shape[d + 1:])
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        return S.Diagonal(offset, dim1, dim2)(self)
+
+    # indexing along one dimension
+    def gather(self, dim, index):
+        """out[i][j][k] = self[i][index[i][j][k]][k] for dim = 1 (``torch.gather``)."""
+        from .functions.indexing import Gather  # noqa: PLC0415
+        return Gather(dim, _int_array(index, self, "gather"))(self)
+
+    def take_along_dim(self, indices, dim=None):
+        """``gather`` with broadcasting (``torch.take_along_dim``); the flattened
+        tensor for ``dim=None``."""
+        from .functions.indexing import Gather  # noqa: PLC0415
+        idx = _int_array(indices, self, "take_along_dim")
+        x = self
+        if dim is None:
+            x, idx, dim = self.reshape(-1), idx.reshape(-1), 0
+        d = _check_dims("take_along_dim", x.ndim, dim)[0] % max(x.ndim, 1)
+        if idx.ndim != x.ndim:
+            raise ValueError(f"take_along_dim: indices have {idx.ndim} dimensions but the "
+                             f"input has {x.ndim}")
+        shape = np.broadcast_shapes(x.shape[:d] + (1,) + x.shape[d + 1:],
+                                    idx.shape[:d] + (1,) + idx.shape[d + 1:])
+        x = x.broadcast_to(shape[:d] + (x.shape[d],) + shape[d + 1:])
+        idx = x._xp.broadcast_to(idx, shape[:d] + (idx.shape[d],) + shape[d + 1:])
+        return Gather(d, idx)(x)
+
+    def index_select(self, dim, index):
+        """The entries at the positions ``index`` (1-D) along ``dim``."""
+        from .functions.indexing import IndexSelect  # noqa: PLC0415
+        return IndexSelect(dim, _int_array(index, self, "index_select"))(self)
+
+    def scatter(self, dim, index, src):
+        """A copy with out[i][index[i][j][k]][k] = src[i][j][k] (dim = 1);
+        ``src`` a Tensor or a number (``torch.scatter``)."""
+        from .functions.indexing import Scatter  # noqa: PLC0415
+        idx = _int_array(index, self, "scatter")
+        return Scatter(dim, idx)(self, _scatter_source(src, idx, self))
+
+    def scatter_add(self, dim, index, src):
+        """A copy with out[i][index[i][j][k]][k] += src[i][j][k] (dim = 1)."""
+        from .functions.indexing import ScatterAdd  # noqa: PLC0415
+        idx = _int_array(index, self, "scatter_add")
+        return ScatterAdd(dim, idx)(self, _scatter_source(src, idx, self))
+
+    # more reductions
+    def logsumexp(self, dim=None, keepdim=False):
+        """log Σ exp over ``dim``, computed stably."""
+        return R.LogSumExp(dim, keepdim)(self)
+
+    def cumsum(self, dim):
+        return R.CumSum(dim)(self)
+
+    def prod(self, dim=None, keepdim=False, dtype=None):
+        x = self if dtype is None else self.to(dtype=dtype)
+        if isinstance(dim, (tuple, list)):
+            raise TypeError(f"prod: dim must be an int or None, got {dim!r}")
+        return R.Prod(dim, keepdim)(x)
+
+    def all(self, dim=None, keepdim=False):
+        """Whether every entry is non-zero (a bool tensor, no graph)."""
+        axes = None if dim is None else R.normalize_axis(dim, max(self.ndim, 1), "all")
+        return Tensor(self._xp.asarray(self._data.all(axis=axes if self.ndim else None,
+                                                      keepdims=keepdim)))
+
+    def any(self, dim=None, keepdim=False):
+        """Whether some entry is non-zero (a bool tensor, no graph)."""
+        axes = None if dim is None else R.normalize_axis(dim, max(self.ndim, 1), "any")
+        return Tensor(self._xp.asarray(self._data.any(axis=axes if self.ndim else None,
+                                                      keepdims=keepdim)))
+
+    def sort(self, dim=-1, descending=False, stable=False):
+        """The named tuple (values, indices) sorted along ``dim``; equal values
+        keep their order (a stable sort; ``stable`` is accepted for PyTorch's
+        signature).  The gradient goes back to where each value came from."""
+        from . import return_types  # noqa: PLC0415
+        indices = self.argsort(dim, descending)
+        return return_types.sort(self.gather(dim, indices) if self.ndim else self * 1,
+                                 indices)
+
+    def argsort(self, dim=-1, descending=False, stable=False):
+        """Positions that sort ``dim`` (int64; equal values keep their order)."""
+        if self.ndim == 0:
+            return Tensor(self._xp.zeros((), dtype=np.int64))
+        d = _check_dims("argsort", self.ndim, dim)[0]
+        key = -self._data if descending and self.dtype.kind != "b" else self._data
+        if descending and self.dtype.kind == "b":
+            key = ~self._data
+        return Tensor(self._xp.argsort(key, axis=d, kind="stable").astype(np.int64))
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 (PyTorch's name)
+        """The ``k`` largest (or smallest) entries along ``dim`` and their
+        positions, as the named tuple (values, indices), largest first."""
+        from . import return_types  # noqa: PLC0415
+        n = self.shape[dim] if self.ndim else 1
+        if not 0 <= k <= n:
+            raise ValueError(f"topk: k = {k} is out of range for a dimension of size {n}")
+        indices = self.argsort(dim, descending=largest)
+        if self.ndim:
+            indices = Tensor(self._xp.take(indices._data, np.arange(k), axis=dim))
+        return return_types.topk(self.gather(dim, indices) if self.ndim else self * 1,
+                                 indices)
+
     # more elementwise math
     def sin(self):
         return E.Sin()(self)
@@ -884,6 +1026,23 @@ def _check_dims(name, ndim, *dims):
                              f"{ndim} dimensions (expected -{max(ndim, 1)} <= dim < "
                              f"{max(ndim, 1)})")
     return dims
+
+
+def _int_array(index, x, name):
+    """An index (Tensor, array or list of ints) as an integer array on x's device."""
+    if isinstance(index, Tensor):
+        index = index._data
+    arr = index if hasattr(index, "dtype") else np.asarray(index)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name}: index must hold integers, got dtype {arr.dtype}")
+    return backend.to_device(arr, x.device)
+
+
+def _scatter_source(src, index, x):
+    """scatter's source: a Tensor, or a number filled into the index's shape."""
+    if isinstance(src, Tensor):
+        return src
+    return Tensor(x._xp.full(index.shape, src, dtype=x.dtype))
 
 
 def _arg_reduce(x, name, dim, keepdim):

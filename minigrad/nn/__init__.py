@@ -1,6 +1,7 @@
 """minigrad.nn: Module, Parameter, layers and losses (names as in ``torch.nn``)."""
 from . import functional, init, utils
-from .activation import GELU, ReLU, Sigmoid, Softmax, Tanh
+from .activation import (ELU, GELU, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax,
+                         Mish, ReLU, ReLU6, SiLU, Sigmoid, Softmax, Softmin, Softplus, Tanh)
 from .container import Flatten, Identity, ModuleList, Sequential
 from .dropout import Dropout, dropout_context
 from .embedding import Embedding

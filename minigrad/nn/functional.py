@@ -16,6 +16,7 @@ from .. import random as _random
 from ..dtypes import check_layer_dtype
 from ..functions import elementwise as E
 from ..functions import softmax as SM
+from ..functions import activation as A
 from ..functions.activation import GELU
 from ..functions.dropout import DropoutFunction, scaled_mask
 from ..functions.embedding import EmbeddingFunction
@@ -81,6 +82,93 @@ def log_softmax(x: Tensor, dim: int = -1, *, axis=None) -> Tensor:
 def softmin(x: Tensor, dim: int = -1, *, axis=None) -> Tensor:
     """softmax(-x) along ``dim``: the smallest entry gets the largest weight."""
     return softmax(-_tensor(x, "softmin"), dim, axis=axis)
+
+
+def silu(x: Tensor) -> Tensor:
+    """x·σ(x) ("swish"); see :class:`minigrad.functions.activation.SiLU`."""
+    return A.SiLU()(_tensor(x, "silu"))
+
+
+def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """x for x > 0, negative_slope·x otherwise."""
+    return A.LeakyReLU(negative_slope)(_tensor(x, "leaky_relu"))
+
+
+def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
+    """x for x > 0, alpha·(exp(x) - 1) otherwise (Clevert et al. 2016)."""
+    return A.ELU(alpha)(_tensor(x, "elu"))
+
+
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """(1/beta)·log(1 + exp(beta·x)); x itself where beta·x > threshold."""
+    return A.Softplus(beta, threshold)(_tensor(x, "softplus"))
+
+
+def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """x clipped to [min_val, max_val] (gradient 1 strictly inside, else 0)."""
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) must not exceed max_val ({max_val})")
+    return A.Hardtanh(min_val, max_val)(_tensor(x, "hardtanh"))
+
+
+def relu6(x: Tensor) -> Tensor:
+    """min(max(x, 0), 6): hardtanh(x, 0, 6)."""
+    return A.Hardtanh(0.0, 6.0)(_tensor(x, "relu6"))
+
+
+def mish(x: Tensor) -> Tensor:
+    """x·tanh(softplus(x)) (Misra 2019)."""
+    return A.Mish()(_tensor(x, "mish"))
+
+
+def hardswish(x: Tensor) -> Tensor:
+    """x·relu6(x + 3)/6 (Howard et al. 2019)."""
+    return A.Hardswish()(_tensor(x, "hardswish"))
+
+
+def logsigmoid(x: Tensor) -> Tensor:
+    """log σ(x), stable for large |x|."""
+    return A.LogSigmoid()(_tensor(x, "logsigmoid"))
+
+
+# ------------------------------------------------------------ shape helpers
+def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:  # noqa: A002
+    """Pad the last dimensions: ``pad = (left, right)`` for the last one,
+    ``(left, right, top, bottom)`` for the last two, and so on (PyTorch's
+    order).  ``mode``: "constant" (filled with ``value``, default 0),
+    "reflect" (mirrored without the edge), "replicate" (the edge repeated),
+    "circular" (wrapped around).  See :class:`minigrad.functions.shape.Pad`.
+
+    Raises ValueError for an odd-length or too long ``pad``, an unknown mode,
+    negative padding, or a reflect padding not smaller than the dimension.
+    """
+    from ..functions.shape import Pad  # noqa: PLC0415
+    return Pad(pad, mode, 0.0 if value is None else value)(_tensor(input, "pad"))
+
+
+def one_hot(tensor, num_classes: int = -1) -> Tensor:
+    """Integer class ids of any shape -> int64 one-hot vectors of shape
+    ids.shape + (num_classes,); num_classes = -1 takes max(ids) + 1.
+
+    Raises ValueError for a negative id or one >= num_classes, TypeError for
+    non-integer ids."""
+    ids = _index_array(tensor, tensor.device if isinstance(tensor, Tensor) else "cpu")
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"one_hot: class ids must be integers, got dtype {ids.dtype}")
+    xp = backend.get_array_module(ids)
+    if num_classes == -1:
+        num_classes = int(ids.max()) + 1 if ids.size else 0
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= num_classes):
+        raise ValueError(f"one_hot: class ids must lie in [0, {num_classes}), got values "
+                         f"from {int(ids.min())} to {int(ids.max())}")
+    return Tensor((ids[..., None] == xp.arange(num_classes)).astype(np.int64))
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:  # noqa: A002
+    """x / max(‖x‖_p, eps) along ``dim`` (``torch.nn.functional.normalize``)."""
+    from ..linalg import vector_norm  # noqa: PLC0415
+    norm = vector_norm(_tensor(input, "normalize"), p, dim, True)
+    return input / norm.clip(min=eps)
 
 
 # --------------------------------------------------------------------- layers
