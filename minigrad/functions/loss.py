@@ -50,9 +50,9 @@ def _classes_last(logits, target, name):
         expected = (logits.shape[0],) + tuple(logits.shape[2:])
     if tuple(target.shape) == tuple(logits.shape) and target.dtype.kind == "f":
         raise ValueError(f"{name}: target of shape {tuple(target.shape)} and dtype "
-                         f"{target.dtype} looks like class probabilities, which minigrad "
-                         f"does not support (PyTorch does); pass class indices of shape "
-                         f"{expected}")
+                         f"{target.dtype} looks like class probabilities, which only "
+                         f"cross_entropy takes (as in PyTorch); pass class indices of "
+                         f"shape {expected}")
     if tuple(target.shape) != expected:
         raise ValueError(f"{name}: target of shape {tuple(target.shape)} does not match "
                          f"input of shape {tuple(logits.shape)}: expected target shape "

@@ -10,7 +10,7 @@ from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from .module import Module, Parameter
 
 # convolution, normalization and pooling layers
-from .conv import Conv2d
+from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .normalization import (BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm,
                             apply_merged_running_stats, batchnorm_layers,
                             set_merge_running_stats)

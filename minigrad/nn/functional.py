@@ -172,6 +172,68 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
 
 
 # --------------------------------------------------------------------- layers
+def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",  # noqa: A002
+                align_corners=None) -> Tensor:
+    """Resize the spatial dimensions of (N, C, L) or (N, C, H, W) inputs
+    (``torch.nn.functional.interpolate``).
+
+    Give ``size`` (an int or one per spatial dimension) or ``scale_factor``.
+    "nearest": output position o reads input floor(o·s), s = in/out (or
+    1/scale_factor when that is given, PyTorch's choice).  "bilinear" (4-D
+    only): o reads the input at (o + ½)·s - ½ (clamped at 0), or o·(in -
+    1)/(out - 1) with ``align_corners=True``, mixing the two neighbours
+    linearly, first along H, then along W.  Both are built from indexing
+    and products, so the gradient flows back through them.
+
+    Raises ValueError for both or neither of size and scale_factor, an
+    unknown mode, bilinear on a non-4-D input, or align_corners with "nearest".
+    """
+    _tensor(input, "interpolate")
+    if mode not in ("nearest", "bilinear"):
+        raise ValueError(f"interpolate: mode must be 'nearest' or 'bilinear', got {mode!r}")
+    if mode == "nearest" and align_corners is not None:
+        raise ValueError("interpolate: align_corners only applies to mode='bilinear'")
+    if mode == "bilinear" and input.ndim != 4:
+        raise ValueError(f"interpolate: bilinear needs a 4-D input (N, C, H, W), got shape "
+                         f"{input.shape}")
+    sizes, scales = _resize_plan(input, size, scale_factor)
+    out = input
+    for k, (n_out, scale) in enumerate(zip(sizes, scales)):
+        dim = 2 + k
+        n_in = input.shape[dim]
+        if mode == "nearest":
+            src = np.minimum(np.floor(np.arange(n_out) * scale).astype(np.int64), n_in - 1)
+            out = out.index_select(dim, src)
+            continue
+        if align_corners:
+            pos = np.arange(n_out) * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+        else:
+            pos = np.maximum((np.arange(n_out) + 0.5) * scale - 0.5, 0.0)
+        low = np.minimum(np.floor(pos).astype(np.int64), n_in - 1)
+        high = np.minimum(low + 1, n_in - 1)
+        shape = [1] * input.ndim
+        shape[dim] = n_out
+        frac = backend.to_device((pos - low).reshape(shape).astype(input.dtype), input.device)
+        out = out.index_select(dim, low) * (1 - frac) + out.index_select(dim, high) * frac
+    return out
+
+
+def _resize_plan(x, size, scale_factor):
+    """(output sizes, input/output scales) of interpolate's spatial dimensions."""
+    spatial = x.shape[2:]
+    if (size is None) == (scale_factor is None):
+        raise ValueError("interpolate: give exactly one of size and scale_factor")
+    if size is not None:
+        sizes = (size,) * len(spatial) if isinstance(size, int) else tuple(size)
+        if len(sizes) != len(spatial):
+            raise ValueError(f"interpolate: size {size} does not match the "
+                             f"{len(spatial)} spatial dimensions of shape {x.shape}")
+        return sizes, [n / m for n, m in zip(spatial, sizes)]
+    factors = (scale_factor,) * len(spatial) if isinstance(scale_factor, (int, float)) \
+        else tuple(scale_factor)
+    return [int(np.floor(n * f)) for n, f in zip(spatial, factors)], [1 / f for f in factors]
+
+
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """y = x Wᵀ + b: x (*, in), weight (out, in), bias (out,) or None -> (*, out).
 
@@ -319,12 +381,49 @@ def cross_entropy(logits: Tensor, target, weight=None, size_average=None,
     """
     _tensor(logits, "cross_entropy")
     _no_legacy_reduction("cross_entropy", size_average, reduce)
+    if _is_probabilities(target, logits):
+        return _soft_cross_entropy(logits, target, weight, reduction, label_smoothing)
     # (Without CuPy loaded every tensor is on the CPU: no device to compare.)
     if not (isinstance(target, Tensor)
             and (backend._cupy is None or target.device == logits.device)):
         target = Tensor(_index_array(target, logits.device))
     w = _class_weight(weight, logits, "cross_entropy")
     return CrossEntropy(ignore_index, reduction, label_smoothing, w)(logits, target)
+
+
+def _is_probabilities(target, logits) -> bool:
+    """A floating target of the logits' shape holds class probabilities."""
+    dtype = target.dtype if hasattr(target, "dtype") else np.asarray(target).dtype
+    return np.dtype(dtype).kind == "f" and tuple(np.shape(target) if not hasattr(
+        target, "shape") else target.shape) == logits.shape
+
+
+def _soft_cross_entropy(logits, target, weight, reduction, label_smoothing):
+    """Cross-entropy against class probabilities p (N, C, ...), PyTorch's form:
+    loss_n = -Σ_c w_c·p_nc·log_softmax(x)_nc, with p mixed as (1-ε)·p + ε/C
+    for label smoothing; "mean" divides by the number of rows N·d1·...
+    (not by the weights).  The target may require grad."""
+    check_reduction("cross_entropy", reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must lie in [0, 1], got "
+                         f"{label_smoothing}")
+    if not isinstance(target, Tensor):
+        target = Tensor(backend.to_device(np.asarray(target, dtype=logits.dtype),
+                                          logits.device))
+    classes = logits.shape[1] if logits.ndim > 1 else logits.shape[0]
+    dim = 1 if logits.ndim > 1 else 0
+    if label_smoothing:
+        target = target * (1 - label_smoothing) + label_smoothing / classes
+    terms = target * SM.LogSoftmax(dim)(logits)
+    w = _class_weight(weight, logits, "cross_entropy")
+    if w is not None:
+        shape = [1] * logits.ndim
+        shape[dim] = classes
+        terms = terms * Tensor(w.reshape(shape))
+    loss = -terms.sum(dim)
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.mean()
 
 
 def nll_loss(log_probs: Tensor, target, weight=None, size_average=None,
@@ -430,6 +529,6 @@ def binary_cross_entropy(input: Tensor, target, weight=None,  # noqa: A002
 
 # Functional forms of convolution, normalization and pooling: defined next to
 # their layers, re-exported here under torch.nn.functional's names.
-from .conv import conv2d  # noqa: E402  (after the definitions above: no import cycle)
+from .conv import conv1d, conv2d, conv_transpose2d  # noqa: E402  (after the definitions above: no import cycle)
 from .normalization import batch_norm, group_norm, layer_norm  # noqa: E402
 from .pooling import avg_pool2d, max_pool2d  # noqa: E402

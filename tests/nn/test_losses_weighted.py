@@ -232,11 +232,13 @@ def test_bce_with_logits_weight_parity(torch, reduction, device):
 
 
 def test_probability_targets_get_an_error_that_names_them():
-    """PyTorch accepts class probabilities of the input's shape; minigrad takes
-    class indices and says so, instead of asking for shape (N,) as if the
-    shapes merely disagreed."""
+    """cross_entropy accepts class probabilities of the input's shape, as
+    PyTorch; nll_loss takes class indices and says so, instead of asking for
+    shape (N,) as if the shapes merely disagreed."""
     logits = minigrad.tensor(np.zeros((4, 3)))
+    uniform = minigrad.tensor(np.full((4, 3), 1 / 3))
+    assert F.cross_entropy(logits, uniform).item() == pytest.approx(np.log(3))
     with pytest.raises(ValueError, match="class probabilities.*shape \\(4,\\)"):
-        F.cross_entropy(logits, minigrad.tensor(np.full((4, 3), 1 / 3)))
+        F.nll_loss(logits, uniform)
     with pytest.raises(ValueError, match="expected target shape \\(4,\\)"):
         F.cross_entropy(logits, minigrad.tensor(np.zeros((4, 3), dtype=np.int64)))
