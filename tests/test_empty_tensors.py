@@ -127,7 +127,8 @@ def test_losses_on_a_batch_of_0(torch, reduction):
         (lambda z: F.mse_loss(z, np.zeros((0, 3)), reduction=reduction),
          lambda z: tf.mse_loss(z, torch.zeros(0, 3, dtype=torch.float64), reduction=reduction),
          (0, 3)),
-        (lambda z: F.binary_cross_entropy_with_logits(z, np.zeros((0, 3)), reduction),
+        (lambda z: F.binary_cross_entropy_with_logits(z, np.zeros((0, 3)),
+                                                       reduction=reduction),
          lambda z: tf.binary_cross_entropy_with_logits(
              z, torch.zeros(0, 3, dtype=torch.float64), reduction=reduction), (0, 3)),
         (lambda z: F.binary_cross_entropy(z, np.zeros((0, 3)), reduction=reduction),

@@ -61,6 +61,21 @@ def _cases(torch):
             lambda t: torch.nn.functional.cross_entropy(
                 t[1], torch.tensor([3, 0, 1]),
                 torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64)), [X]),
+        "bce-logits-weight-positional": (
+            lambda t: F.binary_cross_entropy_with_logits(t[0], np.ones((3, 4)) * 0.25,
+                                                         np.arange(1.0, 5.0)),
+            lambda t: torch.nn.functional.binary_cross_entropy_with_logits(
+                t[0], torch.ones(3, 4, dtype=torch.float64) * 0.25,
+                torch.arange(1.0, 5.0, dtype=torch.float64)), [X]),
+        "bce-weight-positional": (
+            lambda t: F.binary_cross_entropy(t[0].sigmoid(), np.ones((3, 4)) * 0.25,
+                                             np.arange(1.0, 5.0)),
+            lambda t: torch.nn.functional.binary_cross_entropy(
+                t[0].sigmoid(), torch.ones(3, 4, dtype=torch.float64) * 0.25,
+                torch.arange(1.0, 5.0, dtype=torch.float64)), [X]),
+        "avg_pool2d-ceil-mode-positional": (
+            lambda t: F.avg_pool2d(t[None], 2, 2, 1, True, False),
+            lambda t: torch.nn.functional.avg_pool2d(t[None], 2, 2, 1, True, False), [X]),
     }
 
 

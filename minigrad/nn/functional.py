@@ -439,7 +439,8 @@ def nll_loss(log_probs: Tensor, target, weight=None, size_average=None,
     return NLLLoss(ignore_index, reduction, w)(log_probs, target)
 
 
-def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:  # noqa: A002
+def mse_loss(input: Tensor, target, size_average=None, reduce=None,  # noqa: A002
+             reduction: str = "mean") -> Tensor:
     """Mean squared error (input - target)², reduced by "mean" | "sum" | "none".
 
     ``input`` and ``target`` broadcast together and each gets its gradient
@@ -450,6 +451,7 @@ def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:  # noqa:
     Raises:
         ValueError: shapes that do not broadcast, or an unknown reduction.
     """
+    _no_legacy_reduction("mse_loss", size_average, reduce)
     check_reduction("mse_loss", reduction)
     _tensor(input, "mse_loss")
     try:
@@ -468,8 +470,9 @@ def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:  # noqa:
     return squared.sum() if reduction == "sum" else squared.mean()
 
 
-def binary_cross_entropy_with_logits(input: Tensor, target, reduction: str = "mean",  # noqa: A002
-                                     pos_weight=None, weight=None) -> Tensor:
+def binary_cross_entropy_with_logits(input: Tensor, target, weight=None,  # noqa: A002
+                                     size_average=None, reduce=None,
+                                     reduction: str = "mean", pos_weight=None) -> Tensor:
     """Binary cross-entropy on logits, in the log-sum-exp form that stays finite
     and accurate for logits of any size (±40 and beyond).
 
@@ -482,6 +485,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target, reduction: str = "me
     RuntimeError).
     """
     _tensor(input, "binary_cross_entropy_with_logits")
+    _no_legacy_reduction("binary_cross_entropy_with_logits", size_average, reduce)
     w = _class_weight(weight, input, "binary_cross_entropy_with_logits")
     fn = BCEWithLogits(reduction, w)
     if pos_weight is None:
@@ -489,8 +493,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target, reduction: str = "me
     return fn(input, target, pos_weight)
 
 
-def binary_cross_entropy(input: Tensor, target, weight=None,  # noqa: A002
-                         reduction: str = "mean") -> Tensor:
+def binary_cross_entropy(input: Tensor, target, weight=None, size_average=None,  # noqa: A002
+                         reduce=None, reduction: str = "mean") -> Tensor:
     """Binary cross-entropy on probabilities p in [0, 1] (``torch.nn.functional.
     binary_cross_entropy``):
 
@@ -516,6 +520,7 @@ def binary_cross_entropy(input: Tensor, target, weight=None,  # noqa: A002
     """
     from ..functions.loss import BCE  # noqa: PLC0415 (keeps the import block short)
     _tensor(input, "binary_cross_entropy")
+    _no_legacy_reduction("binary_cross_entropy", size_average, reduce)
     target_shape = tuple(target.shape) if hasattr(target, "shape") else np.shape(target)
     if tuple(target_shape) != input.shape:
         raise ValueError(f"binary_cross_entropy: target of shape {tuple(target_shape)} "

@@ -179,7 +179,7 @@ def test_binary_cross_entropy_parity(torch, reduction, device):
     compare_with_torch(
         torch,
         lambda a, b: F.binary_cross_entropy(a, b, minigrad.tensor(w, device=device),
-                                            reduction),
+                                            reduction=reduction),
         lambda a, b: torch.nn.functional.binary_cross_entropy(a, b, torch.tensor(w),
                                                               reduction=reduction),
         [p, y], device=device, rtol=1e-12, atol=1e-14)
@@ -218,13 +218,13 @@ def test_bce_with_logits_weight_parity(torch, reduction, device):
     compare_with_torch(
         torch,
         lambda a, b: F.binary_cross_entropy_with_logits(
-            a, b, reduction, minigrad.tensor(pos, device=device),
-            weight=minigrad.tensor(w, device=device)),
+            a, b, minigrad.tensor(w, device=device), reduction=reduction,
+            pos_weight=minigrad.tensor(pos, device=device)),
         lambda a, b: torch.nn.functional.binary_cross_entropy_with_logits(
             a, b, weight=torch.tensor(w), reduction=reduction, pos_weight=torch.tensor(pos)),
         [x, y], device=device, rtol=1e-12, atol=1e-14)
     assert check_gradients(lambda a, b, p: F.binary_cross_entropy_with_logits(
-        a, b, reduction, p, weight=w), [x, y, pos])
+        a, b, w, reduction=reduction, pos_weight=p), [x, y, pos])
     layer = nn.BCEWithLogitsLoss(weight=minigrad.tensor(w))
     ref = torch.nn.BCEWithLogitsLoss(weight=torch.tensor(w))
     np.testing.assert_allclose(layer(minigrad.tensor(x), minigrad.tensor(y)).item(),
