@@ -230,7 +230,7 @@ def select_ints_first(index):
     keeps the arrays (and a full slice for every axis ``first`` kept).
     """
     kinds = [_kind(p) for p in index]
-    if "int" not in kinds or "array" not in kinds or "bool" in kinds:
+    if "array" not in kinds or "int" not in kinds or "bool" in kinds:
         return None
     first, rest = [], []
     for p, kind in zip(index, kinds):
@@ -254,13 +254,14 @@ def select_ints_first(index):
 
 
 def _kind(p):
+    kind = type(p)
+    if kind is slice or p is None or p is Ellipsis:
+        return "basic"
+    if kind is int:
+        return "int"
     if isinstance(p, (bool, np.bool_)):
         return "bool"
-    if isinstance(p, (int, np.integer)):
-        return "int"
-    if p is None or p is Ellipsis or isinstance(p, slice):
-        return "basic"
-    return "array"
+    return "int" if isinstance(p, np.integer) else "array"
 
 
 def is_advanced(index) -> bool:

@@ -381,7 +381,8 @@ def cross_entropy(logits: Tensor, target, weight=None, size_average=None,
     """
     _tensor(logits, "cross_entropy")
     _no_legacy_reduction("cross_entropy", size_average, reduce)
-    if _is_probabilities(target, logits):
+    if not (isinstance(target, Tensor) and target.dtype.kind in "iu") \
+            and _is_probabilities(target, logits):
         return _soft_cross_entropy(logits, target, weight, reduction, label_smoothing)
     # (Without CuPy loaded every tensor is on the CPU: no device to compare.)
     if not (isinstance(target, Tensor)
