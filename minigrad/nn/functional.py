@@ -294,14 +294,16 @@ def dropout_uniforms(shape, device, generator=None, example_index=None, step=0,
     return _random.global_hash_uniform(shape, device)
 
 
-def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator=None,
-            example_index=None, step: int = 0, layer_id: int = 0) -> Tensor:
+def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
+            generator=None, example_index=None, step: int = 0, layer_id: int = 0) -> Tensor:
     """Inverted dropout: zero each entry with probability ``p`` and scale the
     rest by 1/(1-p); the identity when ``training`` is False or p = 0.
 
     Args:
         x: any shape, floating.
         p: drop probability in [0, 1).
+        inplace: must stay False (PyTorch's fourth argument; minigrad
+            always returns a new tensor).
         generator: draw from this ``numpy.random.Generator`` instead.
         example_index, step, layer_id: per-example masks, see
             :func:`dropout_uniforms` and :class:`minigrad.nn.Dropout`.
@@ -311,6 +313,8 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator=None,
     """
     _tensor(x, "dropout")
     _check_p(p)
+    if inplace:
+        raise ValueError("dropout: inplace=True is not supported; use the returned tensor")
     if not training or p == 0.0:
         return x
     u = dropout_uniforms(x.shape, x.device, generator, example_index, step, layer_id)

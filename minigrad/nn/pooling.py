@@ -82,8 +82,11 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0,  # noqa: A002
 class MaxPool2d(Module):
     """Max pooling layer; see :func:`max_pool2d` for shapes, ties and errors."""
 
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
+                 return_indices=False, ceil_mode=False):
         super().__init__()
+        if return_indices:
+            raise ValueError("MaxPool2d: return_indices=True is not supported")
         self.kernel_size, self.stride, self.padding = _pool_options(
             "MaxPool2d", kernel_size, stride, padding)
         self.dilation = pair(dilation, "MaxPool2d: dilation")
