@@ -197,9 +197,12 @@ class Tensor:
     def ndim(self) -> int:
         return self._data.ndim
 
-    @property
-    def size(self) -> int:
-        return int(self._data.size)
+    def size(self, dim=None):
+        """The shape as a tuple (``torch.Tensor.size``), or the size of
+        dimension ``dim``.  The number of entries is :meth:`numel`."""
+        if dim is None:
+            return tuple(self._data.shape)
+        return self._data.shape[_check_dims("size", self.ndim, dim)[0]]
 
     @property
     def dtype(self):
@@ -215,7 +218,8 @@ class Tensor:
         return self.shape[0]
 
     def numel(self) -> int:
-        return self.size
+        """The number of entries."""
+        return int(self._data.size)
 
     # ---------------------------------------------------------------- autograd
     def backward(self, grad=None, retain_graph: bool = False) -> None:
@@ -1048,7 +1052,7 @@ def _scatter_source(src, index, x):
 def _arg_reduce(x, name, dim, keepdim):
     """argmax/argmin as int64 positions (no graph)."""
     if dim is None:
-        if x.size == 0:
+        if x.numel() == 0:
             raise ValueError(f"{name}: cannot take the {name} of an empty tensor")
         out = getattr(x._data, name)()
         shape = (1,) * x.ndim if keepdim else ()

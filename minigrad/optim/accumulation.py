@@ -265,7 +265,7 @@ class GradientAccumulator:
         if not isinstance(loss, Tensor):
             raise TypeError(f"GradientAccumulator.backward: loss must be a Tensor, got "
                             f"{type(loss).__name__}")
-        if loss.size != 1:
+        if loss.numel() != 1:
             raise ValueError(f"GradientAccumulator.backward: loss must be a scalar (the "
                              f"micro-batch's mean loss), got shape {loss.shape}; reduce it "
                              "with .mean() or reduction='mean'")
@@ -312,7 +312,7 @@ class GradientAccumulator:
         if num_items is None:
             return 1
         if isinstance(num_items, Tensor):
-            if num_items.size != 1:
+            if num_items.numel() != 1:
                 raise ValueError(f"GradientAccumulator.backward: num_items must be one "
                                  f"number, got a tensor of shape {num_items.shape}")
             num_items = num_items.item()
