@@ -79,7 +79,7 @@ def run(quick: bool = False) -> dict:
     finally:
         if limits is not None:
             limits.unregister()
-    n = sum(p.size for p in runs["float32"][0].parameters())
+    n = sum(p.numel() for p in runs["float32"][0].parameters())
     base_t = times["plain (float32 .grad)"]
     table, rows = {}, []
     for name in VARIANTS:

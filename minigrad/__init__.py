@@ -2,13 +2,19 @@
 
 The public face; everything here is re-exported from the modules that define it.
 """
-from . import backend, cuda, memory
+from . import backend, cuda, memory, return_types
 from .autograd import Function, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .checkpointing import checkpoint, checkpoint_sequential
-from .creation import (abs, arange, broadcast_to, cat, clip, concatenate, exp, log,
-                       log_softmax, matmul, maximum, mean, minimum, ones, ones_like, rand,
-                       randn, relu, reshape, sigmoid, softmax, sqrt, squeeze, stack, sum,
-                       tanh, tensor, transpose, unsqueeze, where, zeros, zeros_like)
+from .creation import (abs, all, amax, amin, any, arange, argmax, argmin, argsort,  # noqa: A004
+                       broadcast_to, cat, ceil, clip, concatenate, cos, cumsum, diagonal,
+                       empty, erf, exp, exp2, eye, flatten, flip, floor, floor_divide, full,
+                       full_like, gather, index_select, isfinite, isinf, isnan, lerp,
+                       linspace, log, log2, log10, log_softmax, logsumexp, matmul, max,
+                       maximum, mean, min, minimum, ones, ones_like, permute, prod, rand,
+                       randn, relu, remainder, reshape, roll, round, rsqrt, scatter,
+                       scatter_add, sigmoid, sign, sin, softmax, sort, sqrt, squeeze, stack,
+                       std, sum, take_along_dim, tanh, tensor, topk, transpose, trunc,
+                       unflatten, unsqueeze, var, where, zeros, zeros_like)
 from .functions.attention import masked_fill, tril, triu
 from .gradcheck import GradcheckError, gradcheck
 from .random import manual_seed

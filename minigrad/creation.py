@@ -56,21 +56,26 @@ ones = _creator(lambda xp, shape, dt: xp.ones(shape, dtype=dt))
 ones.__doc__ = "``ones(*shape, dtype=None, device='cpu', requires_grad=False)``: a tensor of 1s."
 
 
-def zeros_like(t: Tensor, requires_grad=False) -> Tensor:
-    return Tensor(t._xp.zeros_like(t.data), requires_grad=requires_grad)
+def zeros_like(t: Tensor, dtype=None, requires_grad=False) -> Tensor:
+    return Tensor(t._xp.zeros_like(t.data, dtype=dtype), requires_grad=requires_grad)
 
 
-def ones_like(t: Tensor, requires_grad=False) -> Tensor:
-    return Tensor(t._xp.ones_like(t.data), requires_grad=requires_grad)
+def ones_like(t: Tensor, dtype=None, requires_grad=False) -> Tensor:
+    return Tensor(t._xp.ones_like(t.data, dtype=dtype), requires_grad=requires_grad)
 
 
-def arange(*args, dtype=None, device="cpu") -> Tensor:
-    """``numpy.arange`` as a tensor.  Without ``dtype``, integer arguments give
-    int64 and a float argument the default floating dtype, as ``torch.arange``."""
-    arr = backend.array_module(device).arange(*args, dtype=dtype)
-    if dtype is None and arr.dtype.kind == "f":
-        arr = arr.astype(get_default_dtype())
-    return Tensor(arr)
+def arange(*args, dtype=None, device="cpu", requires_grad=False) -> Tensor:
+    """``arange(end)``, ``arange(start, end, step=1)``: the values start,
+    start + step, ... below end.  Without ``dtype``, integer arguments give
+    int64 and a float argument the default floating dtype, as ``torch.arange``;
+    with one, the values are computed in it (``arange(0, 1, 0.25, dtype=float64)``)."""
+    xp = backend.array_module(device)
+    if dtype is None:
+        arr = xp.arange(*args)
+        arr = arr.astype(get_default_dtype() if arr.dtype.kind == "f" else np.int64)
+    else:
+        arr = xp.arange(*args, dtype=dtype)
+    return Tensor(arr, requires_grad=requires_grad)
 
 
 def randn(*shape, dtype=None, device="cpu", requires_grad=False, generator=None) -> Tensor:
@@ -120,23 +125,23 @@ def where(condition, x, y) -> Tensor:
     return E.Where(cond)(x, y)
 
 
-def concatenate(tensors, axis=0) -> Tensor:
-    """Join a sequence of tensors along an existing ``axis``."""
+def concatenate(tensors, dim=0, *, axis=None) -> Tensor:
+    """Join a sequence of tensors along an existing dimension ``dim`` (or ``axis``)."""
     tensors = list(tensors)
     if not tensors:
         raise ValueError("concatenate: need at least one tensor")
-    return S.Concatenate(axis)(*tensors)
+    return S.Concatenate(dim if axis is None else axis)(*tensors)
 
 
 cat = concatenate
 
 
-def stack(tensors, axis=0) -> Tensor:
-    """Join a sequence of same-shape tensors along a new ``axis``."""
+def stack(tensors, dim=0, *, axis=None) -> Tensor:
+    """Join a sequence of same-shape tensors along a new dimension ``dim`` (or ``axis``)."""
     tensors = list(tensors)
     if not tensors:
         raise ValueError("stack: need at least one tensor")
-    return S.Stack(axis)(*tensors)
+    return S.Stack(dim if axis is None else axis)(*tensors)
 
 
 def _unary(name, cls):
@@ -164,37 +169,108 @@ def matmul(a, b):
     return a @ b
 
 
-def sum(x, axis=None, keepdims=False):  # noqa: A001
-    return x.sum(axis, keepdims)
+def sum(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
+    return x.sum(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
-def mean(x, axis=None, keepdims=False):
-    return x.mean(axis, keepdims)
+def mean(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    return x.mean(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
 def reshape(x, *shape):
     return x.reshape(*shape)
 
 
-def transpose(x, *axes):
-    return x.transpose(*axes)
+def transpose(x, dim0, dim1):
+    """``x`` with dimensions ``dim0`` and ``dim1`` swapped (``torch.transpose``)."""
+    return x.transpose(dim0, dim1)
+
+
+def permute(x, *dims):
+    """``x`` with its dimensions in the order ``dims`` (``torch.permute``)."""
+    return x.permute(*dims)
 
 
 def broadcast_to(x, shape):
     return x.broadcast_to(shape)
 
 
-def squeeze(x, axis=None):
-    return x.squeeze(axis)
+def squeeze(x, dim=None):
+    return x.squeeze(dim)
 
 
-def unsqueeze(x, axis):
-    return x.unsqueeze(axis)
+def unsqueeze(x, dim):
+    return x.unsqueeze(dim)
 
 
-def softmax(x, axis=-1):
-    return x.softmax(axis)
+def softmax(x, dim=-1, *, axis=None):
+    return x.softmax(dim, axis=axis)
 
 
-def log_softmax(x, axis=-1):
-    return x.log_softmax(axis)
+def log_softmax(x, dim=-1, *, axis=None):
+    return x.log_softmax(dim, axis=axis)
+
+
+sin = _unary("sin", E.Sin)
+cos = _unary("cos", E.Cos)
+rsqrt = _unary("rsqrt", E.Rsqrt)
+log2 = _unary("log2", E.Log2)
+log10 = _unary("log10", E.Log10)
+exp2 = _unary("exp2", E.Exp2)
+
+
+def _method(name):
+    def fn(x, *args, **kwargs):
+        return getattr(x if isinstance(x, Tensor) else as_tensor_like(x), name)(*args, **kwargs)
+    fn.__name__ = name
+    fn.__doc__ = f"``{name}(x, ...)``: the function form of ``Tensor.{name}``."
+    return fn
+
+
+(erf, floor, ceil, round, trunc, sign, isnan, isinf, isfinite, lerp, remainder,  # noqa: A001
+ floor_divide, flip, roll, diagonal, gather, take_along_dim, index_select, scatter,
+ scatter_add, logsumexp, cumsum, prod, argmax, argmin, all, any, sort, argsort, topk,  # noqa: A001
+ var, std, amax, amin, flatten, unflatten, max, min) = [  # noqa: A001
+    _method(n) for n in (
+        "erf", "floor", "ceil", "round", "trunc", "sign", "isnan", "isinf", "isfinite",
+        "lerp", "remainder", "floor_divide", "flip", "roll", "diagonal", "gather",
+        "take_along_dim", "index_select", "scatter", "scatter_add", "logsumexp", "cumsum",
+        "prod", "argmax", "argmin", "all", "any", "sort", "argsort", "topk", "var", "std",
+        "amax", "amin", "flatten", "unflatten", "max", "min")]
+
+
+# --------------------------------------------------------------- creation
+def full(size, fill_value, dtype=None, device="cpu", requires_grad=False) -> Tensor:
+    """A tensor of shape ``size`` filled with ``fill_value``.  Without ``dtype``
+    a bool gives bool, an int int64, a float the default dtype (PyTorch's rule)."""
+    if dtype is None:
+        dtype = np.bool_ if isinstance(fill_value, (bool, np.bool_)) else np.int64 \
+            if isinstance(fill_value, (int, np.integer)) else get_default_dtype()
+    size = tuple(size) if isinstance(size, (tuple, list)) else (size,)
+    arr = backend.array_module(device).full(size, fill_value, dtype=dtype)
+    return Tensor(arr, requires_grad=requires_grad)
+
+
+def full_like(t: Tensor, fill_value, dtype=None, requires_grad=False) -> Tensor:
+    """A tensor of ``t``'s shape, dtype (unless given) and device filled with ``fill_value``."""
+    return full(t.shape, fill_value, dtype or t.dtype, t.device, requires_grad)
+
+
+empty = _creator(lambda xp, shape, dt: xp.empty(shape, dtype=dt))
+empty.__doc__ = ("``empty(*shape, dtype=None, device='cpu', requires_grad=False)``: a "
+                 "tensor whose values are whatever the memory held (fill it before use).")
+
+
+def eye(n, m=None, dtype=None, device="cpu", requires_grad=False) -> Tensor:
+    """The (n, m) identity matrix (m = n by default): ones on the diagonal."""
+    arr = backend.array_module(device).eye(n, m, dtype=dtype or get_default_dtype())
+    return Tensor(arr, requires_grad=requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, device="cpu", requires_grad=False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included."""
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise ValueError(f"linspace: steps must be an int >= 0, got {steps!r}")
+    arr = backend.array_module(device).linspace(start, end, steps,
+                                                dtype=dtype or get_default_dtype())
+    return Tensor(arr, requires_grad=requires_grad)

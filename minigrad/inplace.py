@@ -284,7 +284,7 @@ def fill_(target, value):
     """Set every entry to ``value`` (a number, or a one-element Tensor)."""
     Tensor = _tensor_type()
     if isinstance(value, Tensor):
-        if value.size != 1:
+        if value.numel() != 1:
             raise RuntimeError(f"fill_: only supports a 0-dimensional value tensor, got "
                                f"shape {value.shape}")
         value = value.item()

@@ -5,7 +5,8 @@ from .functions.linalg import VectorNorm, check_ord
 from .tensor import Tensor
 
 
-def vector_norm(x: Tensor, ord=2, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A002
+def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, axis=None,  # noqa: A002
+                keepdims=None) -> Tensor:
     """The vector ``ord``-norm of ``x`` over ``axis`` (``torch.linalg.vector_norm``).
 
     Args:
@@ -13,11 +14,12 @@ def vector_norm(x: Tensor, ord=2, axis=None, keepdims: bool = False) -> Tensor: 
         ord: p > 0 (a number; 2, the default, is the Euclidean norm, 1 the sum
             of absolute values), ``inf`` (max |x|), ``-inf`` (min |x|) or 0
             (the count of non-zero entries).
-        axis: None (all entries, as one vector), an int or a tuple of ints.
-        keepdims: keep the reduced axes with size 1.
+        dim: None (all entries, as one vector), an int or a tuple of ints
+            (NumPy's ``axis`` is accepted too).
+        keepdim: keep the reduced dimensions with size 1 (or ``keepdims``).
 
     Returns:
-        a Tensor of x's dtype: x's shape without (or with size 1 at) ``axis``.
+        a Tensor of x's dtype: x's shape without (or with size 1 at) ``dim``.
 
     The gradient at the zero vector is 0 for every ``ord`` (the formula
     x / ‖x‖ would give nan there), as in PyTorch, so that e.g. a gradient
@@ -30,4 +32,6 @@ def vector_norm(x: Tensor, ord=2, axis=None, keepdims: bool = False) -> Tensor: 
     """
     if not isinstance(x, Tensor):
         raise TypeError(f"vector_norm: expected a Tensor, got {type(x).__name__}")
-    return VectorNorm(check_ord(ord), axis, keepdims)(x)
+    dim = dim if axis is None else axis
+    keepdim = keepdim if keepdims is None else keepdims
+    return VectorNorm(check_ord(ord), dim, keepdim)(x)

@@ -65,6 +65,9 @@ def as_tensor_like(x, reference=None) -> "Tensor":
     ``x / np.sqrt(d)`` (PyTorch's rule for scalars); an integer tensor with a
     float number gives the default floating dtype.
     """
+    if isinstance(x, numbers.Complex) and not isinstance(x, numbers.Real):
+        raise TypeError(f"minigrad has no complex dtype: cannot combine a tensor with "
+                        f"the complex number {x!r}; expected a real number")
     if isinstance(x, numbers.Number):
         is_float = isinstance(x, (float, np.floating))
         if reference is not None:
@@ -195,9 +198,12 @@ class Tensor:
     def ndim(self) -> int:
         return self._data.ndim
 
-    @property
-    def size(self) -> int:
-        return int(self._data.size)
+    def size(self, dim=None):
+        """The shape as a tuple (``torch.Tensor.size``), or the size of
+        dimension ``dim``.  The number of entries is :meth:`numel`."""
+        if dim is None:
+            return tuple(self._data.shape)
+        return self._data.shape[_check_dims("size", self.ndim, dim)[0]]
 
     @property
     def dtype(self):
@@ -213,7 +219,8 @@ class Tensor:
         return self.shape[0]
 
     def numel(self) -> int:
-        return self.size
+        """The number of entries."""
+        return int(self._data.size)
 
     # ---------------------------------------------------------------- autograd
     def backward(self, grad=None, retain_graph: bool = False) -> None:
@@ -383,7 +390,12 @@ class Tensor:
         return self
 
     def __getitem__(self, index):
-        return S.GetItem(_index_arrays(index))(self)
+        index = _index_arrays(index)
+        if type(index) is tuple:        # ints mixed with arrays: PyTorch's order
+            split = S.select_ints_first(index)
+            if split is not None:
+                return S.GetItem(split[1])(S.GetItem(split[0])(self))
+        return S.GetItem(index)(self)
 
     # comparisons give boolean tensors without a graph
     def _compare(self, other, op, name):
@@ -419,35 +431,81 @@ class Tensor:
         return self._compare(other, lambda a, b: a >= b, "ge")
 
     # ---------------------------------------------------------------- methods
-    # ``dtype`` and ``out`` let NumPy's np.sum(t) / np.mean(t) / np.max(t),
-    # which call these methods with them, work; ``out`` must stay None.
-    def sum(self, axis=None, keepdims=False, dtype=None, out=None):
-        return R.Sum(axis, keepdims)(_numpy_call_args(self, "sum", dtype, out))
+    # PyTorch's names with PyTorch's meaning.  Reductions take ``dim`` and
+    # ``keepdim`` and also NumPy's ``axis`` and ``keepdims`` (as PyTorch does);
+    # ``dtype`` and ``out`` let np.sum(t) / np.mean(t) / np.max(t), which call
+    # these methods with them, work; ``out`` must stay None.
+    def sum(self, dim=None, keepdim=False, dtype=None, out=None, *, axis=None, keepdims=None):
+        dim, keepdim = _dim_args(dim, keepdim, axis, keepdims)
+        return R.Sum(dim, keepdim)(_numpy_call_args(self, "sum", dtype, out))
 
-    def mean(self, axis=None, keepdims=False, dtype=None, out=None):
-        return R.Mean(axis, keepdims)(_numpy_call_args(self, "mean", dtype, out))
+    def mean(self, dim=None, keepdim=False, dtype=None, out=None, *, axis=None, keepdims=None):
+        dim, keepdim = _dim_args(dim, keepdim, axis, keepdims)
+        return R.Mean(dim, keepdim)(_numpy_call_args(self, "mean", dtype, out))
 
-    def max(self, axis=None, keepdims=False, out=None):
-        return R.Max(axis, keepdims)(_numpy_call_args(self, "max", None, out))
+    def max(self, dim=None, keepdim=False, out=None, *, axis=None, keepdims=None):
+        """The largest entry (a 0-d tensor; tied maxima share the gradient); with
+        ``dim`` (an int) the named tuple ``(values, indices)`` along it, the
+        gradient going to the entry at ``indices``; with a Tensor, the
+        elementwise :func:`minigrad.maximum`.  See :meth:`amax` for several dims."""
+        if isinstance(dim, Tensor):
+            return E.Maximum()(self, dim)
+        dim, keepdim = _dim_args(dim, keepdim, axis, keepdims)
+        if dim is None:
+            return R.Max(None, keepdim)(_numpy_call_args(self, "max", None, out))
+        return _values_and_indices(self, dim, keepdim, "max")
 
-    def min(self, axis=None, keepdims=False, out=None):
-        return R.Min(axis, keepdims)(_numpy_call_args(self, "min", None, out))
+    def min(self, dim=None, keepdim=False, out=None, *, axis=None, keepdims=None):
+        """The smallest entry, or ``(values, indices)`` along ``dim``; see :meth:`max`."""
+        if isinstance(dim, Tensor):
+            return E.Minimum()(self, dim)
+        dim, keepdim = _dim_args(dim, keepdim, axis, keepdims)
+        if dim is None:
+            return R.Min(None, keepdim)(_numpy_call_args(self, "min", None, out))
+        return _values_and_indices(self, dim, keepdim, "min")
 
-    def var(self, axis=None, keepdims=False, ddof=0):
-        """Variance; ``ddof=0`` (biased, NumPy's default) or 1 (unbiased)."""
-        return R.Var(axis, keepdims, ddof)(self)
+    def amax(self, dim=(), keepdim=False):
+        """The maximum over ``dim`` (an int or a tuple; () or None: all), values
+        only; tied maxima share the gradient evenly (``torch.amax``)."""
+        return R.Max(None if dim == () else dim, keepdim)(self)
 
-    def norm(self, ord=2, axis=None, keepdims=False):  # noqa: A002 (NumPy's name)
-        """The vector norm; see :func:`minigrad.linalg.vector_norm`."""
-        return L.VectorNorm(L.check_ord(ord), axis, keepdims)(self)
+    def amin(self, dim=(), keepdim=False):
+        """The minimum over ``dim``; see :meth:`amax`."""
+        return R.Min(None if dim == () else dim, keepdim)(self)
 
-    def argmax(self, axis=None):
-        if axis is not None:
-            axis = R.normalize_axis(axis, self.ndim, "argmax")[0]
-        if self.size == 0 and (axis is None or self.shape[axis] == 0):
-            raise ValueError(f"argmax: cannot take the argmax over an empty axis of a tensor "
-                             f"of shape {self.shape}")
-        return Tensor(self._data.argmax(axis=axis))
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
+            keepdims=None, ddof=None, dtype=None, out=None):
+        """Variance Σ(x - mean)² / (N - correction) over ``dim``.
+
+        ``correction=1`` (the default, Bessel's correction: the unbiased
+        estimate), 0 gives the biased one; ``unbiased=False`` is
+        ``correction=0``, and NumPy's ``ddof`` is accepted for ``correction``.
+        N - correction <= 0 gives inf or nan, as in PyTorch.
+        """
+        dim, keepdim = _dim_args(dim, keepdim, axis, keepdims)
+        x = _numpy_call_args(self, "var", dtype, out)
+        return R.Var(dim, keepdim, _correction(unbiased, correction, ddof))(x)
+
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
+            keepdims=None, ddof=None, dtype=None, out=None):
+        """Standard deviation: the square root of :meth:`var` (same arguments)."""
+        return self.var(dim, unbiased, keepdim, correction=correction, axis=axis,
+                        keepdims=keepdims, ddof=ddof, dtype=dtype, out=out).sqrt()
+
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        """The vector p-norm over ``dim`` (all entries for None); ``"fro"`` is
+        p = 2.  See :func:`minigrad.linalg.vector_norm`."""
+        x = self if dtype is None else self.to(dtype=dtype)
+        return L.VectorNorm(L.check_ord(2 if p == "fro" else p), dim, keepdim)(x)
+
+    def argmax(self, dim=None, keepdim=False, *, axis=None):
+        """Position of the largest entry (the first one on ties), int64: in the
+        flattened tensor for ``dim=None``, else along ``dim``."""
+        return _arg_reduce(self, "argmax", dim if axis is None else axis, keepdim)
+
+    def argmin(self, dim=None, keepdim=False, *, axis=None):
+        """Position of the smallest entry; see :meth:`argmax`."""
+        return _arg_reduce(self, "argmin", dim if axis is None else axis, keepdim)
 
     def reshape(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -457,28 +515,66 @@ class Tensor:
     def view(self, *shape):
         return self.reshape(*shape)
 
-    def flatten(self, start_axis=0):
-        return self.reshape(*self.shape[:start_axis], -1)
+    def flatten(self, start_dim=0, end_dim=-1):
+        """Merge dimensions start_dim..end_dim (inclusive) into one; a 0-d
+        tensor becomes shape (1,)."""
+        if self.ndim == 0:
+            return self.reshape(1)
+        start, end = (d % self.ndim for d in _check_dims("flatten", self.ndim,
+                                                          start_dim, end_dim))
+        if start > end:
+            raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim "
+                             f"{end_dim} for a tensor with {self.ndim} dimensions")
+        return self.reshape(*self.shape[:start], -1, *self.shape[end + 1:])
 
-    def transpose(self, *axes):
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            axes = axes[0]
-        return S.Transpose(axes or None)(self)
+    def transpose(self, dim0, dim1):
+        """Swap dimensions ``dim0`` and ``dim1`` (``torch.transpose``); for any
+        order of all dimensions use :meth:`permute`."""
+        perm = list(range(self.ndim))
+        d0, d1 = (d % max(self.ndim, 1) for d in _check_dims("transpose", self.ndim,
+                                                             dim0, dim1))
+        if self.ndim:
+            perm[d0], perm[d1] = perm[d1], perm[d0]
+        return S.Transpose(perm)(self)
+
+    def swapaxes(self, axis0, axis1):
+        return self.transpose(axis0, axis1)
+
+    def permute(self, *dims):
+        """The dimensions in the order ``dims`` (a permutation of 0..ndim-1,
+        negative allowed): ``x.permute(2, 0, 1)``."""
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = dims[0]
+        return S.Transpose(dims)(self)
 
     @property
     def T(self):
         return S.Transpose(None)(self)
+
+    @property
+    def mT(self):
+        """The last two dimensions swapped (a batch of matrices transposed)."""
+        return self.transpose(-2, -1)
+
+    def t(self):
+        """The transpose of a tensor with at most 2 dimensions."""
+        if self.ndim > 2:
+            raise ValueError(f"t: expected a tensor with at most 2 dimensions, got "
+                             f"shape {self.shape}; use transpose(dim0, dim1) or permute")
+        return self.T
 
     def broadcast_to(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
         return S.BroadcastTo(shape)(self)
 
-    def squeeze(self, axis=None):
-        return S.Squeeze(axis)(self)
+    def squeeze(self, dim=None, *, axis=None):
+        """Remove size-1 dimensions: all, or those of ``dim`` (an int or a
+        tuple) whose size is 1; a named dimension of another size stays."""
+        return S.Squeeze(dim if axis is None else axis)(self)
 
-    def unsqueeze(self, axis):
-        return S.Unsqueeze(axis)(self)
+    def unsqueeze(self, dim):
+        return S.Unsqueeze(dim)(self)
 
     def exp(self):
         return E.Exp()(self)
@@ -501,16 +597,325 @@ class Tensor:
     def relu(self):
         return E.ReLU()(self)
 
-    def clip(self, min=None, max=None):  # noqa: A002 (NumPy's names)
+    def clip(self, min=None, max=None):  # noqa: A002 (PyTorch's names)
+        """Clamp into [min, max]; at least one bound must be given (PyTorch's rule)."""
+        if min is None and max is None:
+            raise ValueError("clamp: at least one of min and max must be given, got "
+                             "min=None and max=None")
         return E.Clip(min, max)(self)
 
     clamp = clip
 
-    def softmax(self, axis=-1):
-        return SM.Softmax(axis)(self)
+    def softmax(self, dim=-1, *, axis=None):
+        return SM.Softmax(dim if axis is None else axis)(self)
 
-    def log_softmax(self, axis=-1):
-        return SM.LogSoftmax(axis)(self)
+    def log_softmax(self, dim=-1, *, axis=None):
+        return SM.LogSoftmax(dim if axis is None else axis)(self)
+
+    # PyTorch's method spellings of the operators
+    def add(self, other, alpha=1):
+        """self + alpha·other."""
+        return E.Add()(self, other if alpha == 1 else other * alpha)
+
+    def sub(self, other, alpha=1):
+        """self - alpha·other."""
+        return E.Sub()(self, other if alpha == 1 else other * alpha)
+
+    def mul(self, other):
+        return E.Mul()(self, other)
+
+    def div(self, other, rounding_mode=None):
+        """self / other; ``rounding_mode="floor"`` or ``"trunc"`` rounds the
+        quotient (a result with zero gradient)."""
+        q = E.Div()(self, other)
+        if rounding_mode is None:
+            return q
+        if rounding_mode not in ("floor", "trunc"):
+            raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got "
+                             f"{rounding_mode!r}")
+        return self.__floordiv__(other) if rounding_mode == "floor" else q.trunc()
+
+    multiply, divide, subtract, true_divide = mul, div, sub, div
+
+    def pow(self, exponent):
+        return self.__pow__(exponent)
+
+    def neg(self):
+        return E.Neg()(self)
+
+    negative = neg
+
+    def matmul(self, other):
+        return L.MatMul()(self, other)
+
+    def square(self):
+        return E.PowScalar(2)(self)
+
+    def maximum(self, other):
+        return E.Maximum()(self, other)
+
+    def minimum(self, other):
+        return E.Minimum()(self, other)
+
+    def eq(self, other):
+        return self.__eq__(other)
+
+    def ne(self, other):
+        return self.__ne__(other)
+
+    def lt(self, other):
+        return self.__lt__(other)
+
+    def le(self, other):
+        return self.__le__(other)
+
+    def gt(self, other):
+        return self.__gt__(other)
+
+    def ge(self, other):
+        return self.__ge__(other)
+
+    def dim(self) -> int:
+        """The number of dimensions (``ndim``)."""
+        return self._data.ndim
+
+    def clone(self):
+        """A copy that stays in the graph (the gradient passes through)."""
+        return E.Clone()(self)
+
+    def contiguous(self):
+        return self
+
+    def long(self):
+        return self.to(dtype=np.int64)
+
+    def int(self):
+        return self.to(dtype=np.int32)
+
+    def half(self):
+        return self.to(dtype=np.float16)
+
+    def bool(self):
+        return self.to(dtype=np.bool_)
+
+    def type(self, dtype=None):
+        """Without ``dtype``, the type name (``"minigrad.FloatTensor"`` for
+        float32, as ``torch.Tensor.type``); with one, this tensor cast to it."""
+        if dtype is None:
+            return f"minigrad.{_TYPE_NAMES.get(self.dtype, str(self.dtype))}"
+        return self.to(dtype=dtype)
+
+    # more shape functions
+    def expand(self, *sizes):
+        """A broadcast view to ``sizes`` (-1 keeps a dimension's size; new
+        dimensions go in front); the gradient sums over the copies."""
+        if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+            sizes = tuple(sizes[0])
+        if len(sizes) < self.ndim:
+            raise ValueError(f"expand: {len(sizes)} sizes for a tensor with {self.ndim} "
+                             f"dimensions; give at least one per dimension")
+        lead = len(sizes) - self.ndim
+        shape = tuple(n if s == -1 and i >= lead else s
+                      for i, (s, n) in enumerate(zip(sizes, (None,) * lead + self.shape)))
+        return S.BroadcastTo(shape)(self)
+
+    def expand_as(self, other):
+        return self.expand(other.shape)
+
+    def repeat(self, *repeats):
+        """``repeats[i]`` copies along dimension i, one after the other
+        (``numpy.tile``); more repeats than dimensions add leading ones."""
+        if len(repeats) == 1 and isinstance(repeats[0], (tuple, list)):
+            repeats = tuple(repeats[0])
+        return S.Repeat(repeats)(self)
+
+    def flip(self, *dims):
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = tuple(dims[0])
+        return S.Flip(dims)(self)
+
+    def roll(self, shifts, dims=None):
+        """Shift entries by ``shifts`` along ``dims`` (the flattened tensor for
+        None), wrapping around."""
+        return S.Roll(shifts, dims)(self)
+
+    def unflatten(self, dim, sizes):
+        """Split dimension ``dim`` into ``sizes`` (one may be -1)."""
+        d = _check_dims("unflatten", self.ndim, dim)[0] % max(self.ndim, 1)
+        return self.reshape(*self.shape[:d], *sizes, *self.shape[d + 1:])
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        return S.Diagonal(offset, dim1, dim2)(self)
+
+    # indexing along one dimension
+    def gather(self, dim, index):
+        """out[i][j][k] = self[i][index[i][j][k]][k] for dim = 1 (``torch.gather``)."""
+        from .functions.indexing import Gather  # noqa: PLC0415
+        return Gather(dim, _int_array(index, self, "gather"))(self)
+
+    def take_along_dim(self, indices, dim=None):
+        """``gather`` with broadcasting (``torch.take_along_dim``); the flattened
+        tensor for ``dim=None``."""
+        from .functions.indexing import Gather  # noqa: PLC0415
+        idx = _int_array(indices, self, "take_along_dim")
+        x = self
+        if dim is None:
+            x, idx, dim = self.reshape(-1), idx.reshape(-1), 0
+        d = _check_dims("take_along_dim", x.ndim, dim)[0] % max(x.ndim, 1)
+        if idx.ndim != x.ndim:
+            raise ValueError(f"take_along_dim: indices have {idx.ndim} dimensions but the "
+                             f"input has {x.ndim}")
+        shape = np.broadcast_shapes(x.shape[:d] + (1,) + x.shape[d + 1:],
+                                    idx.shape[:d] + (1,) + idx.shape[d + 1:])
+        x = x.broadcast_to(shape[:d] + (x.shape[d],) + shape[d + 1:])
+        idx = x._xp.broadcast_to(idx, shape[:d] + (idx.shape[d],) + shape[d + 1:])
+        return Gather(d, idx)(x)
+
+    def index_select(self, dim, index):
+        """The entries at the positions ``index`` (1-D) along ``dim``."""
+        from .functions.indexing import IndexSelect  # noqa: PLC0415
+        return IndexSelect(dim, _int_array(index, self, "index_select"))(self)
+
+    def scatter(self, dim, index, src):
+        """A copy with out[i][index[i][j][k]][k] = src[i][j][k] (dim = 1);
+        ``src`` a Tensor or a number (``torch.scatter``)."""
+        from .functions.indexing import Scatter  # noqa: PLC0415
+        idx = _int_array(index, self, "scatter")
+        return Scatter(dim, idx)(self, _scatter_source(src, idx, self))
+
+    def scatter_add(self, dim, index, src):
+        """A copy with out[i][index[i][j][k]][k] += src[i][j][k] (dim = 1)."""
+        from .functions.indexing import ScatterAdd  # noqa: PLC0415
+        idx = _int_array(index, self, "scatter_add")
+        return ScatterAdd(dim, idx)(self, _scatter_source(src, idx, self))
+
+    # more reductions
+    def logsumexp(self, dim=None, keepdim=False):
+        """log Σ exp over ``dim``, computed stably."""
+        return R.LogSumExp(dim, keepdim)(self)
+
+    def cumsum(self, dim):
+        return R.CumSum(dim)(self)
+
+    def prod(self, dim=None, keepdim=False, dtype=None):
+        x = self if dtype is None else self.to(dtype=dtype)
+        if isinstance(dim, (tuple, list)):
+            raise TypeError(f"prod: dim must be an int or None, got {dim!r}")
+        return R.Prod(dim, keepdim)(x)
+
+    def all(self, dim=None, keepdim=False):
+        """Whether every entry is non-zero (a bool tensor, no graph)."""
+        axes = None if dim is None else R.normalize_axis(dim, max(self.ndim, 1), "all")
+        return Tensor(self._xp.asarray(self._data.all(axis=axes if self.ndim else None,
+                                                      keepdims=keepdim)))
+
+    def any(self, dim=None, keepdim=False):
+        """Whether some entry is non-zero (a bool tensor, no graph)."""
+        axes = None if dim is None else R.normalize_axis(dim, max(self.ndim, 1), "any")
+        return Tensor(self._xp.asarray(self._data.any(axis=axes if self.ndim else None,
+                                                      keepdims=keepdim)))
+
+    def sort(self, dim=-1, descending=False, stable=False):
+        """The named tuple (values, indices) sorted along ``dim``; equal values
+        keep their order (a stable sort; ``stable`` is accepted for PyTorch's
+        signature).  The gradient goes back to where each value came from."""
+        from . import return_types  # noqa: PLC0415
+        indices = self.argsort(dim, descending)
+        return return_types.sort(self.gather(dim, indices) if self.ndim else self * 1,
+                                 indices)
+
+    def argsort(self, dim=-1, descending=False, stable=False):
+        """Positions that sort ``dim`` (int64; equal values keep their order)."""
+        if self.ndim == 0:
+            return Tensor(self._xp.zeros((), dtype=np.int64))
+        d = _check_dims("argsort", self.ndim, dim)[0]
+        key = -self._data if descending and self.dtype.kind != "b" else self._data
+        if descending and self.dtype.kind == "b":
+            key = ~self._data
+        return Tensor(self._xp.argsort(key, axis=d, kind="stable").astype(np.int64))
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 (PyTorch's name)
+        """The ``k`` largest (or smallest) entries along ``dim`` and their
+        positions, as the named tuple (values, indices), largest first."""
+        from . import return_types  # noqa: PLC0415
+        n = self.shape[dim] if self.ndim else 1
+        if not 0 <= k <= n:
+            raise ValueError(f"topk: k = {k} is out of range for a dimension of size {n}")
+        indices = self.argsort(dim, descending=largest)
+        if self.ndim:
+            indices = Tensor(self._xp.take(indices._data, np.arange(k), axis=dim))
+        return return_types.topk(self.gather(dim, indices) if self.ndim else self * 1,
+                                 indices)
+
+    # more elementwise math
+    def sin(self):
+        return E.Sin()(self)
+
+    def cos(self):
+        return E.Cos()(self)
+
+    def erf(self):
+        from .functions.activation import Erf  # noqa: PLC0415
+        return Erf()(self)
+
+    def rsqrt(self):
+        return E.Rsqrt()(self)
+
+    def log2(self):
+        return E.Log2()(self)
+
+    def log10(self):
+        return E.Log10()(self)
+
+    def exp2(self):
+        return E.Exp2()(self)
+
+    def floor(self):
+        return E.Rounding("floor")(self)
+
+    def ceil(self):
+        return E.Rounding("ceil")(self)
+
+    def round(self, decimals=0):
+        return E.Rounding("round", decimals)(self)
+
+    def trunc(self):
+        return E.Rounding("trunc")(self)
+
+    def sign(self):
+        return E.Rounding("sign")(self)
+
+    def lerp(self, end, weight):
+        """self + weight·(end - self); ``weight`` a number or a Tensor."""
+        return E.Lerp()(self, end, weight)
+
+    def isnan(self):
+        return Tensor(self._xp.isnan(self._data))
+
+    def isinf(self):
+        return Tensor(self._xp.isinf(self._data))
+
+    def isfinite(self):
+        return Tensor(self._xp.isfinite(self._data))
+
+    def __mod__(self, other):
+        return E.Remainder()(self, other)
+
+    def __rmod__(self, other):
+        return E.Remainder()(other, self)
+
+    remainder = __mod__
+
+    def __floordiv__(self, other):
+        """a // b rounded toward -inf; a constant (no gradient), as in PyTorch."""
+        a, b = E._promote(self._data, as_tensor_like(other, self)._data
+                          if not isinstance(other, Tensor) else other._data)
+        return Tensor(E.floor_divide(a, b))
+
+    def __rfloordiv__(self, other):
+        return as_tensor_like(other, self).__floordiv__(self)
+
+    floor_divide = __floordiv__
 
     # attention's masks (minigrad.functions.attention)
     def masked_fill(self, mask, value):
@@ -603,6 +1008,97 @@ def _numpy_call_args(tensor, name, dtype, out):
     if out is not None:
         raise TypeError(f"Tensor.{name}: out= is not supported; use the returned tensor")
     return tensor if dtype is None else tensor.to(dtype=dtype)
+
+
+_TYPE_NAMES = {np.dtype(np.float16): "HalfTensor", np.dtype(np.float32): "FloatTensor",
+               np.dtype(np.float64): "DoubleTensor", np.dtype(np.int8): "CharTensor",
+               np.dtype(np.uint8): "ByteTensor", np.dtype(np.int16): "ShortTensor",
+               np.dtype(np.int32): "IntTensor", np.dtype(np.int64): "LongTensor",
+               np.dtype(np.bool_): "BoolTensor"}
+
+
+def _dim_args(dim, keepdim, axis, keepdims):
+    """``dim``/``keepdim`` from PyTorch's names or NumPy's ``axis``/``keepdims``."""
+    if axis is not None:
+        if dim is not None:
+            raise TypeError("got both dim and axis; pass one of them")
+        dim = axis
+    return dim, keepdim if keepdims is None else keepdims
+
+
+def _correction(unbiased, correction, ddof):
+    """var/std's divisor offset: ``correction``, else ``ddof``, else 1 or 0
+    from ``unbiased`` (default 1, Bessel's correction, as in PyTorch)."""
+    if correction is not None:
+        return correction
+    if ddof is not None:
+        return ddof
+    return 0 if unbiased is False else 1
+
+
+def _check_dims(name, ndim, *dims):
+    """Each dim an int in [-ndim, ndim) (a 0-d tensor accepts 0 and -1)."""
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+            raise TypeError(f"{name}: dims must be ints, got {d!r}")
+        if not -max(ndim, 1) <= d < max(ndim, 1):
+            raise IndexError(f"{name}: dimension {d} is out of range for a tensor with "
+                             f"{ndim} dimensions (expected -{max(ndim, 1)} <= dim < "
+                             f"{max(ndim, 1)})")
+    return dims
+
+
+def _int_array(index, x, name):
+    """An index (Tensor, array or list of ints) as an integer array on x's device."""
+    if isinstance(index, Tensor):
+        index = index._data
+    arr = index if hasattr(index, "dtype") else np.asarray(index)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name}: index must hold integers, got dtype {arr.dtype}")
+    return backend.to_device(arr, x.device)
+
+
+def _scatter_source(src, index, x):
+    """scatter's source: a Tensor, or a number filled into the index's shape."""
+    if isinstance(src, Tensor):
+        return src
+    return Tensor(x._xp.full(index.shape, src, dtype=x.dtype))
+
+
+def _arg_reduce(x, name, dim, keepdim):
+    """argmax/argmin as int64 positions (no graph)."""
+    if dim is None:
+        if x.numel() == 0:
+            raise ValueError(f"{name}: cannot take the {name} of an empty tensor")
+        out = getattr(x._data, name)()
+        shape = (1,) * x.ndim if keepdim else ()
+        return Tensor(x._xp.asarray(out, dtype=np.int64).reshape(shape))
+    d = R.normalize_axis(dim, max(x.ndim, 1), name)[0]
+    if x.ndim and x.shape[d] == 0:
+        raise ValueError(f"{name}: cannot take the {name} over an empty axis of a "
+                         f"tensor of shape {x.shape}")
+    data = x._data if x.ndim else x._data.reshape(1)
+    out = getattr(data, name)(axis=d, keepdims=keepdim).astype(np.int64)
+    return Tensor(out.reshape(x.shape) if not x.ndim else out)
+
+
+def _values_and_indices(x, dim, keepdim, name):
+    """``max(dim)``/``min(dim)``: the named tuple (values, indices); values are
+    gathered at indices, so the gradient goes to that entry only (PyTorch)."""
+    from .functions.indexing import Gather  # noqa: PLC0415 (keeps the hot imports short)
+    if isinstance(dim, (tuple, list)):
+        raise TypeError(f"{name}: dim must be an int (values and indices along one "
+                        f"dimension), got {dim!r}; use amax/amin to reduce over several")
+    d = R.normalize_axis(dim, max(x.ndim, 1), name)[0]
+    if x.ndim and x.shape[d] == 0:
+        raise ValueError(f"{name}: cannot reduce an empty tensor of shape {x.shape} over "
+                         f"dim {dim}")
+    indices = _arg_reduce(x, "argmax" if name == "max" else "argmin", dim, True)
+    values = Gather(dim, indices._data)(x)
+    if not keepdim:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    from . import return_types  # noqa: PLC0415
+    return getattr(return_types, name)(values, indices)
 
 
 def _index_arrays(index):

@@ -138,7 +138,7 @@ def test_accumulator_with_local_comm_is_bitwise_the_plain_one(float64):
     assert acc.updates == acc_plain.updates == 2
     assert acc.window_loss == acc_plain.window_loss
     assert counting.collectives == 2                 # one per window, the short one too
-    n_params = sum(p.size for p in plain.parameters())
+    n_params = sum(p.numel() for p in plain.parameters())
     assert counting.calls[0] == ("Allreduce", 8 * (n_params + 4 + 3))
     # flush with nothing pending still communicates (other ranks may hold items)
     assert acc.flush() is False and counting.collectives == 3

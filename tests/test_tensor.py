@@ -60,7 +60,7 @@ def test_attributes(device):
     t = minigrad.zeros(2, 3, device=device, requires_grad=True)
     assert t.shape == (2, 3) and t.ndim == 2 and t.dtype == np.float32
     assert t.device == device and t.requires_grad and t.is_leaf and t.grad is None
-    assert len(t) == 2 and t.size == 6 and t.numel() == 6
+    assert len(t) == 2 and t.size() == (2, 3) and t.size(-1) == 3 and t.numel() == 6
     y = t * 2
     assert not y.is_leaf and type(y.creator).__name__ == "Mul"
     assert "grad_fn=<Mul>" in repr(y)

@@ -235,7 +235,7 @@ def _collectives(comm, X, y, k=4):
     optimizer.step()
     eager_counts = (counting.collectives, counting.bytes)
     gap = _rel(_flat(deferred.parameters()), _flat(eager.parameters()))
-    n_params = sum(p.size for p in params)
+    n_params = sum(p.numel() for p in params)
     return {"k": k, "W": W, "parameters": int(n_params),
             "deferred": {"collectives": deferred_counts[0], "bytes": deferred_counts[1]},
             "every_micro_batch": {"collectives": eager_counts[0], "bytes": eager_counts[1]},

@@ -88,7 +88,7 @@ def _loss(model, batch, segments):
 
 
 def _num_params(model) -> int:
-    return int(sum(p.size for p in model.parameters()))
+    return int(sum(p.numel() for p in model.parameters()))
 
 
 # ------------------------------------------------------------------ measuring

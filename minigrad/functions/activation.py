@@ -102,6 +102,17 @@ def erfc(x):
     return xp.where(y <= _SMALL, small, big)
 
 
+class Erf(Function):
+    """erf(x) (Cody 1969, above); d/dx = 2/√π·exp(-x²)."""
+
+    def forward(self, x):
+        self.x = to_floating(x)
+        return erf(self.x)
+
+    def backward(self, g):
+        return g * (2 * _SQRT_1_PI) * get_array_module(g).exp(-self.x * self.x)
+
+
 _SQRT_2 = math.sqrt(2.0)
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -156,3 +167,130 @@ def _cdf(x):
 def _tanh_u(x):
     """tanh(√(2/π)(x + 0.044715x³)), GELU's tanh approximation."""
     return get_array_module(x).tanh(_SQRT_2_PI * (x + _TANH_C * x * x * x))
+
+
+# ------------------------------------------------------ more activations
+# Each saves its input x (integers enter in the default float dtype) and
+# multiplies the upstream gradient by dy/dx in backward.  Conventions at the
+# kinks are PyTorch's (the value the derivative takes on one side).
+
+def softplus_array(z):
+    """log(1 + exp(z)) without overflow: max(z, 0) + log1p(exp(-|z|))."""
+    xp = get_array_module(z)
+    with np.errstate(under="ignore"):
+        return xp.maximum(z, 0) + xp.log1p(xp.exp(-xp.abs(z)))
+
+
+def _sigmoid(z):
+    from .elementwise import stable_sigmoid  # noqa: PLC0415 (elementwise is the sibling)
+    return stable_sigmoid(z)
+
+
+class _Activation(Function):
+    def forward(self, x):
+        self.x = to_floating(x)
+        return self.f(get_array_module(self.x), self.x)
+
+    def backward(self, g):
+        return g * self.derivative(get_array_module(g), self.x)
+
+
+class SiLU(_Activation):
+    """x·σ(x) (Elfwing et al. 2018, "swish"); dy/dx = σ(x)·(1 + x·(1 - σ(x)))."""
+
+    def f(self, xp, x):
+        return x * _sigmoid(x)
+
+    def derivative(self, xp, x):
+        s = _sigmoid(x)
+        return s * (1 + x * (1 - s))
+
+
+class LeakyReLU(_Activation):
+    """x for x > 0, slope·x otherwise; dy/dx = 1 or slope (slope at 0)."""
+
+    def __init__(self, negative_slope=0.01):
+        self.slope = negative_slope
+
+    def f(self, xp, x):
+        return xp.where(x > 0, x, x * self.slope)
+
+    def derivative(self, xp, x):
+        return xp.where(x > 0, 1.0, self.slope).astype(x.dtype)
+
+
+class ELU(_Activation):
+    """x for x > 0, α(exp(x) - 1) otherwise (Clevert et al. 2016);
+    dy/dx = 1 or α·exp(x)."""
+
+    def __init__(self, alpha=1.0):
+        self.alpha = alpha
+
+    def f(self, xp, x):
+        with np.errstate(over="ignore"):
+            return xp.where(x > 0, x, self.alpha * xp.expm1(xp.minimum(x, 0)))
+
+    def derivative(self, xp, x):
+        return xp.where(x > 0, 1.0, self.alpha * xp.exp(xp.minimum(x, 0))).astype(x.dtype)
+
+
+class Softplus(_Activation):
+    """(1/β)·log(1 + exp(βx)), and x where βx > threshold (PyTorch's
+    linear regime); dy/dx = σ(βx), or 1 there."""
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        self.beta, self.threshold = beta, threshold
+
+    def f(self, xp, x):
+        z = x * self.beta
+        return xp.where(z > self.threshold, x, softplus_array(z) / self.beta)
+
+    def derivative(self, xp, x):
+        z = x * self.beta
+        return xp.where(z > self.threshold, 1.0, _sigmoid(z)).astype(x.dtype)
+
+
+class Hardtanh(_Activation):
+    """x clipped to [min_val, max_val]; dy/dx = 1 strictly inside, else 0
+    (PyTorch's ``hardtanh_backward``; ReLU6 is Hardtanh(0, 6))."""
+
+    def __init__(self, min_val=-1.0, max_val=1.0):
+        self.low, self.high = min_val, max_val
+
+    def f(self, xp, x):
+        return xp.clip(x, self.low, self.high)
+
+    def derivative(self, xp, x):
+        return ((x > self.low) & (x < self.high)).astype(x.dtype)
+
+
+class Mish(_Activation):
+    """x·tanh(softplus(x)) (Misra 2019); dy/dx = tanh(sp) + x·σ(x)·(1 - tanh²(sp))."""
+
+    def f(self, xp, x):
+        return x * xp.tanh(softplus_array(x))
+
+    def derivative(self, xp, x):
+        t = xp.tanh(softplus_array(x))
+        return t + x * _sigmoid(x) * (1 - t * t)
+
+
+class Hardswish(_Activation):
+    """x·ReLU6(x + 3)/6 (Howard et al. 2019, MobileNetV3); dy/dx = 0 for
+    x <= -3, x/3 + 1/2 for -3 < x < 3, 1 from 3 on (PyTorch's branches)."""
+
+    def f(self, xp, x):
+        return x * xp.clip(x + 3, 0, 6) / 6
+
+    def derivative(self, xp, x):
+        return xp.where(x <= -3, 0.0, xp.where(x < 3, x / 3 + 0.5, 1.0)).astype(x.dtype)
+
+
+class LogSigmoid(_Activation):
+    """log σ(x) = -softplus(-x), stable for large |x|; dy/dx = σ(-x)."""
+
+    def f(self, xp, x):
+        return -softplus_array(-x)
+
+    def derivative(self, xp, x):
+        return _sigmoid(-x)

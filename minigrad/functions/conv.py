@@ -208,3 +208,55 @@ class Conv2d(Function):
         if len(needs) > 2 and needs[2]:
             db = grad.sum(axis=(0, 2, 3))
         return (dx, dw) if len(needs) == 2 else (dx, dw, db)
+
+
+class ConvTranspose2d(Function):
+    """Transposed convolution (the adjoint of :class:`Conv2d`): x (N, C_in,
+    H, W) with weight (C_in, C_out/G, KH, KW), plus bias (C_out,).
+
+    Forward is Conv2d's input gradient: every input pixel scatters a
+    weight-scaled KH×KW patch into the output (one matrix product, then
+    col2im), so OH = (H - 1)·sh - pt - pb + dh·(KH - 1) + output_padding + 1
+    (``torch.nn.functional.conv_transpose2d``).  Backward is therefore a
+    plain convolution: dx = conv2d(g, weight), and dweight is the product of
+    x with the windows of g that conv2d reads.
+    """
+
+    def __init__(self, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1,
+                 output_padding=(0, 0)):
+        self.stride, self.padding, self.dilation = stride, padding, dilation
+        self.groups, self.output_padding = groups, output_padding
+
+    def forward(self, x, weight, bias=None):
+        xp = get_array_module(x)
+        n, cin, h, w = x.shape
+        _, cog, kh, kw = weight.shape
+        g, cout = self.groups, cog * self.groups
+        (pt, pb), (pl, pr) = pads4(self.padding)
+        (sh, sw), (dh, dw), (oph, opw) = self.stride, self.dilation, self.output_padding
+        padded = (n, cout, (h - 1) * sh + dh * (kh - 1) + 1 + oph,
+                  (w - 1) * sw + dw * (kw - 1) + 1 + opw)
+        if padded[2] - pt - pb < 1 or padded[3] - pl - pr < 1:
+            raise ValueError(f"conv_transpose2d: padding {self.padding} leaves no output "
+                             f"for an input of shape {tuple(x.shape)}")
+        x3 = x.transpose(1, 0, 2, 3).reshape(g, cin // g, n * h * w)        # (G, C_in/G, M)
+        w3 = weight.reshape(g, cin // g, cog * kh * kw)
+        cols = xp.swapaxes(w3, 1, 2) @ x3                                    # (G, ·, M)
+        win = cols.reshape(cout, kh, kw, n, h, w).transpose(3, 0, 1, 2, 4, 5)
+        out = crop2d(fold_windows(win, padded, self.stride, self.dilation), self.padding)
+        if bias is not None:
+            out = out + bias.reshape(1, cout, 1, 1)
+        self.x3, self.weight, self.x_hw = x3, weight, (h, w)
+        return xp.ascontiguousarray(out)
+
+    def backward(self, grad):
+        xp = get_array_module(grad)
+        conv = Conv2d(self.stride, self.padding, self.dilation, self.groups)
+        h, w = self.x_hw
+        dx = conv.forward(grad, self.weight)[:, :, :h, :w]   # the adjoint of the adjoint
+        needs = self.needs_input_grad
+        dw = (self.x3 @ xp.swapaxes(conv.cols, 1, 2)).reshape(self.weight.shape) \
+            if needs[1] else None
+        if len(needs) == 2:
+            return dx, dw
+        return dx, dw, grad.sum(axis=(0, 2, 3)) if needs[2] else None

@@ -457,3 +457,158 @@ class Clip(Function):
         if self.high is not None:
             mask = mask & (self.a <= self.high)
         return select(mask, g)     # 0 outside, even for an inf or nan gradient
+
+
+# ------------------------------------------------------- more elementwise math
+class Clone(Function):
+    """A copy of ``a``; the gradient passes unchanged."""
+
+    def forward(self, a):
+        return a.copy()
+
+    def backward(self, g):
+        return g
+
+
+class _Unary(Function):
+    """y = f(a) on floating values (integers enter in the default float dtype);
+    backward multiplies g by ``derivative`` (which sees a and y)."""
+
+    def forward(self, a):
+        self.a = to_floating(a)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            self.out = self.f(get_array_module(a), self.a)
+        return self.out
+
+    def backward(self, g):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return g * self.derivative(get_array_module(g), self.a, self.out)
+
+
+class Sin(_Unary):
+    """sin(a); d/da = cos(a)."""
+    def f(self, xp, a):
+        return xp.sin(a)
+
+    def derivative(self, xp, a, y):
+        return xp.cos(a)
+
+
+class Cos(_Unary):
+    """cos(a); d/da = -sin(a)."""
+    def f(self, xp, a):
+        return xp.cos(a)
+
+    def derivative(self, xp, a, y):
+        return -xp.sin(a)
+
+
+class Rsqrt(_Unary):
+    """1/√a; d/da = -½·a^(-3/2) = -½·y³."""
+    def f(self, xp, a):
+        return 1 / xp.sqrt(a)
+
+    def derivative(self, xp, a, y):
+        return -0.5 * y * y * y
+
+
+class Log2(_Unary):
+    """log₂(a); d/da = 1 / (a·ln 2)."""
+    def f(self, xp, a):
+        return xp.log2(a)
+
+    def derivative(self, xp, a, y):
+        return 1 / (a * np.log(2.0))
+
+
+class Log10(_Unary):
+    """log₁₀(a); d/da = 1 / (a·ln 10)."""
+    def f(self, xp, a):
+        return xp.log10(a)
+
+    def derivative(self, xp, a, y):
+        return 1 / (a * np.log(10.0))
+
+
+class Exp2(_Unary):
+    """2^a; d/da = 2^a·ln 2."""
+    def f(self, xp, a):
+        return xp.exp2(a)
+
+    def derivative(self, xp, a, y):
+        return y * np.log(2.0)
+
+
+class Rounding(Function):
+    """floor, ceil, round (half to even, as PyTorch and NumPy), trunc, sign:
+    piecewise constant, so the gradient is 0 everywhere (PyTorch's choice;
+    at the jumps there is none).  Integers pass through unchanged."""
+
+    def __init__(self, how, decimals=0):
+        self.how, self.decimals = how, decimals
+
+    def forward(self, a):
+        xp = get_array_module(a)
+        if self.how == "sign":
+            return xp.sign(a)
+        if a.dtype.kind in "iub":
+            return a.copy()
+        if self.how == "round":
+            return xp.round(a, self.decimals)
+        return getattr(xp, self.how)(a)
+
+    def backward(self, g):
+        return get_array_module(g).zeros_like(g)
+
+
+class Remainder(_Binary):
+    """a % b with the sign of b (Python's and PyTorch's ``remainder``):
+    a - floor(a/b)·b.  d/da = 1, d/db = -floor(a/b)."""
+    name = "remainder"
+
+    def compute(self, a, b):
+        self.a, self.b = a, b
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return get_array_module(a).mod(a, b)
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        ga = unbroadcast(g, self.a_shape) if self.needs_input_grad[0] else None
+        gb = None
+        if self.needs_input_grad[1]:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                gb = unbroadcast(-g * xp.floor(self.a / self.b), self.b_shape)
+        return ga, gb
+
+
+def floor_divide(a, b):
+    """a // b rounded toward -inf (Python's and PyTorch's ``floor_divide``), on
+    arrays already in one dtype; integer division by 0 raises ZeroDivisionError."""
+    xp = get_array_module(a)
+    if a.dtype.kind in "iu" and bool((b == 0).any()):
+        raise ZeroDivisionError("floor_divide: integer division by zero")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return xp.floor_divide(a, b)
+
+
+class Lerp(Function):
+    """start + weight·(end - start) (``torch.lerp``), broadcasting all three.
+    d/dstart = 1 - weight, d/dend = weight, d/dweight = end - start."""
+
+    def forward(self, start, end, weight):
+        start, end = _promote(start, end)
+        weight = weight.astype(start.dtype, copy=False)
+        self.shapes = start.shape, end.shape, weight.shape
+        self.start, self.end, self.weight = start, end, weight
+        try:
+            return start + weight * (end - start)
+        except ValueError:
+            raise ValueError(f"lerp: shapes {start.shape}, {end.shape} and {weight.shape} "
+                             f"cannot be broadcast together") from None
+
+    def backward(self, g):
+        need = self.needs_input_grad
+        gs = unbroadcast(g * (1 - self.weight), self.shapes[0]) if need[0] else None
+        ge = unbroadcast(g * self.weight, self.shapes[1]) if need[1] else None
+        gw = unbroadcast(g * (self.end - self.start), self.shapes[2]) if need[2] else None
+        return gs, ge, gw

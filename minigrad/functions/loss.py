@@ -20,13 +20,11 @@ REDUCTIONS = ("mean", "sum", "none")
 
 
 def check_ignore_index(name, ignore_index):
-    """ignore_index must be an int: PyTorch's third positional argument is the
-    class weight, so ``cross_entropy(x, y, w)`` copied from PyTorch lands here."""
+    """ignore_index must be an int (a class index, or -100 for none)."""
     if type(ignore_index) is not int and (isinstance(ignore_index, bool) or
                                           not isinstance(ignore_index, numbers.Integral)):
         raise TypeError(f"{name}: ignore_index must be an int, got "
-                        f"{type(ignore_index).__name__}; pass class weights by keyword, "
-                        "weight=...")
+                        f"{type(ignore_index).__name__} (class weights go in weight=)")
 
 
 def check_reduction(name, reduction):
@@ -52,9 +50,9 @@ def _classes_last(logits, target, name):
         expected = (logits.shape[0],) + tuple(logits.shape[2:])
     if tuple(target.shape) == tuple(logits.shape) and target.dtype.kind == "f":
         raise ValueError(f"{name}: target of shape {tuple(target.shape)} and dtype "
-                         f"{target.dtype} looks like class probabilities, which minigrad "
-                         f"does not support (PyTorch does); pass class indices of shape "
-                         f"{expected}")
+                         f"{target.dtype} looks like class probabilities, which only "
+                         f"cross_entropy takes (as in PyTorch); pass class indices of "
+                         f"shape {expected}")
     if tuple(target.shape) != expected:
         raise ValueError(f"{name}: target of shape {tuple(target.shape)} does not match "
                          f"input of shape {tuple(logits.shape)}: expected target shape "

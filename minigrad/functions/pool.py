@@ -35,6 +35,17 @@ def _check_pool_padding(name, kernel, padding):
                          f"kernel size {kernel}")
 
 
+def lowest(dtype):
+    """The value padding takes in a max pool: -inf, or an integer dtype's
+    smallest value (never larger than an entry; -inf has no integer form)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).min
+    if dtype.kind == "b":
+        return False
+    return -np.inf
+
+
 class MaxPool2d(Function):
     """Maximum over each KH×KW window (taps ``dilation`` apart); padding counts
     as -inf (never the maximum).  ``ceil_mode`` keeps a last, partial window
@@ -57,7 +68,7 @@ class MaxPool2d(Function):
                                self.padding, self.dilation, self.ceil_mode)
         self.pads = pool_pads((h, w), (oh, ow), self.kernel, self.stride, self.padding,
                               self.dilation)
-        xpad = pad2d(x, self.pads, value=-xp.inf)
+        xpad = pad2d(x, self.pads, value=lowest(x.dtype))
         kh, kw = self.kernel
         win = sliding_windows(xpad, self.kernel, self.stride, self.dilation, (oh, ow))
         flat = win.reshape(n, c, kh * kw, oh, ow)                 # a copy

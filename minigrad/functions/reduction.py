@@ -138,13 +138,14 @@ class Min(Max):
 
 
 class Var(Function):
-    """Variance over axes with ``ddof`` (0: biased, NumPy's default; 1: unbiased).
+    """Variance over axes: Σ(a_i - mean)² / max(0, n - correction), with
+    ``correction`` 1 (Bessel's, unbiased: PyTorch's default) or 0 (biased).
 
-    d var / d a_i = 2 (a_i - mean) / (n - ddof).
+    d var / d a_i = 2 (a_i - mean) / (n - correction).
     """
 
-    def __init__(self, axis=None, keepdims=False, ddof=0):
-        self.axis, self.keepdims, self.ddof = axis, keepdims, ddof
+    def __init__(self, axis=None, keepdims=False, correction=1):
+        self.axis, self.keepdims, self.correction = axis, keepdims, correction
 
     def forward(self, a):
         xp = get_array_module(a)
@@ -154,7 +155,7 @@ class Var(Function):
         n = 1
         for ax in self.axes:
             n *= a.shape[ax]
-        self.denominator = n - self.ddof
+        self.denominator = max(0, n - self.correction)     # PyTorch's: n <= correction gives nan/inf
         with np.errstate(divide="ignore", invalid="ignore"):   # empty: nan, no warning
             mean = a.sum(axis=self.axes, keepdims=True) / n
         self.centered = a - mean
@@ -164,5 +165,85 @@ class Var(Function):
 
     def backward(self, g):
         g = _expand(g, self.in_shape, self.axes, self.keepdims)
-        with np.errstate(divide="ignore", invalid="ignore"):   # n - ddof == 0: nan
+        with np.errstate(divide="ignore", invalid="ignore"):   # n - correction <= 0: nan
             return g * self.centered * 2 / self.denominator
+
+
+# --------------------------------------------------------- more reductions
+class LogSumExp(Function):
+    """log Σ exp(a) over ``axis``, stable: m + log Σ exp(a - m), m the maximum
+    (0 where it is ±inf, so that a row of -inf gives -inf, not nan).
+    d/da = exp(a - out), the softmax."""
+
+    def __init__(self, axis=None, keepdims=False):
+        self.axis, self.keepdims = axis, keepdims
+
+    def forward(self, a):
+        xp = get_array_module(a)
+        a = to_floating(a)
+        self.axes = normalize_axis(self.axis, a.ndim, "logsumexp")
+        self.a, self.in_shape = a, a.shape
+        m = a.max(axis=self.axes, keepdims=True) if a.size else xp.zeros((1,) * a.ndim, a.dtype)
+        m = xp.where(xp.isfinite(m), m, 0)
+        with np.errstate(divide="ignore", under="ignore"):
+            self.out = xp.log(xp.exp(a - m).sum(axis=self.axes, keepdims=True)) + m
+        return self.out if self.keepdims else self.out.reshape(
+            [n for i, n in enumerate(a.shape) if i not in self.axes])
+
+    def backward(self, g):
+        g = _expand(g, self.in_shape, self.axes, self.keepdims)
+        with np.errstate(invalid="ignore", under="ignore"):
+            return g * get_array_module(g).exp(self.a - self.out)
+
+
+class CumSum(Function):
+    """Running sum along ``dim``; backward is the running sum of the gradient
+    from the other end (out_j depends on every a_i with i <= j)."""
+
+    def __init__(self, dim):
+        self.dim = dim
+
+    def forward(self, a):
+        self.axis = normalize_axis(self.dim, max(a.ndim, 1), "cumsum")[0]
+        dtype = np.int64 if a.dtype.kind in "biu" else None      # PyTorch's int64
+        return get_array_module(a).cumsum(a, axis=self.axis if a.ndim else None,
+                                          dtype=dtype).reshape(a.shape)
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        if g.ndim == 0:
+            return g
+        return xp.flip(xp.cumsum(xp.flip(g, self.axis), axis=self.axis), self.axis)
+
+
+class Prod(Function):
+    """Product over ``axis`` (one int, or None for all entries).
+
+    d/da_i = Π_{j != i} a_j, computed as (product of the entries before i) ·
+    (product of the entries after i), so that it stays exact when some a_j
+    are 0 (dividing the product by a_i would give 0/0)."""
+
+    def __init__(self, axis=None, keepdims=False):
+        self.axis, self.keepdims = axis, keepdims
+
+    def forward(self, a):
+        xp = get_array_module(a)
+        self.in_shape, self.a = a.shape, a
+        self.axes = normalize_axis(self.axis, a.ndim, "prod")
+        dtype = np.int64 if a.dtype.kind in "biu" else None
+        return xp.prod(a, axis=self.axes, keepdims=self.keepdims, dtype=dtype)
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        g = _expand(g, self.in_shape, self.axes, self.keepdims)
+        rest = [i for i in range(self.a.ndim) if i not in self.axes]
+        # the reduced axes flattened into one last axis
+        moved = xp.moveaxis(self.a, self.axes, range(len(rest), self.a.ndim))
+        flat = moved.reshape(moved.shape[:len(rest)] + (-1,))
+        ones = xp.ones(flat.shape[:-1] + (1,), dtype=flat.dtype)
+        before = xp.cumprod(xp.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
+        after = xp.flip(xp.cumprod(xp.concatenate(
+            [ones, xp.flip(flat, -1)[..., :-1]], axis=-1), axis=-1), -1)
+        others = (before * after).reshape(moved.shape)
+        others = xp.moveaxis(others, range(len(rest), self.a.ndim), self.axes)
+        return g * others

@@ -80,18 +80,19 @@ class BroadcastTo(Function):
 
 
 class Squeeze(Function):
-    """Remove size-1 axes (all of them for ``axis=None``)."""
+    """Remove size-1 axes: all of them for ``dim=None``, else those of ``dim``
+    (an int or a tuple) that have size 1; a named axis of another size stays,
+    as in PyTorch (NumPy would raise)."""
 
-    def __init__(self, axis=None):
-        self.axis = axis
+    def __init__(self, dim=None):
+        self.dim = dim
 
     def forward(self, a):
         self.in_shape = a.shape
-        try:
-            return get_array_module(a).squeeze(a, axis=self.axis)
-        except ValueError:
-            raise ValueError(f"squeeze: axis {self.axis} of shape {tuple(a.shape)} does "
-                             "not have size 1") from None
+        if self.dim is None:
+            return get_array_module(a).squeeze(a)
+        axes = normalize_axis(self.dim, max(a.ndim, 1), "squeeze") if a.ndim else ()
+        return a.reshape([n for i, n in enumerate(a.shape) if not (i in axes and n == 1)])
 
     def backward(self, g):
         return g.reshape(self.in_shape)
@@ -216,6 +217,53 @@ def _index_part(p, xp):
     return asnumpy(arr) if xp is np else xp.asarray(arr)
 
 
+def select_ints_first(index):
+    """PyTorch's rule for an index mixing ints and arrays: ``(first, rest)``, two
+    indices to apply one after the other, or None when the rule changes nothing.
+
+    NumPy counts an int as an advanced index when arrays are present, so in
+    ``x[0, :, [1, 2]]`` (x of shape (2, 3, 4)) the int and the list are
+    broadcast together and, being separated by a slice, moved to the front:
+    shape (2, 3).  PyTorch applies the ints first (a basic selection, which
+    removes their axes) and then the rest: ``x[0][:, [1, 2]]``, shape (3, 2).
+    ``first`` keeps the ints, Ellipsis and None and the slices; ``rest``
+    keeps the arrays (and a full slice for every axis ``first`` kept).
+    """
+    kinds = [_kind(p) for p in index]
+    if "array" not in kinds or "int" not in kinds or "bool" in kinds:
+        return None
+    first, rest = [], []
+    for p, kind in zip(index, kinds):
+        if kind == "int":
+            first.append(p)
+        elif kind == "array":
+            arr = np.asarray(p) if isinstance(p, (list, tuple)) else p
+            k = arr.ndim if arr.dtype == np.bool_ else 1      # a mask spans its ndim axes
+            first.extend([slice(None)] * k)
+            rest.append(p)
+        elif p is None:
+            first.append(None)
+            rest.append(slice(None))
+        elif p is Ellipsis:
+            first.append(p)
+            rest.append(p)
+        else:                                  # a slice
+            first.append(p)
+            rest.append(slice(None))
+    return tuple(first), tuple(rest)
+
+
+def _kind(p):
+    kind = type(p)
+    if kind is slice or p is None or p is Ellipsis:
+        return "basic"
+    if kind is int:
+        return "int"
+    if isinstance(p, (bool, np.bool_)):
+        return "bool"
+    return "int" if isinstance(p, np.integer) else "array"
+
+
 def is_advanced(index) -> bool:
     """True when a normalized index (see :func:`normalize_index`) has an advanced
     part: an array of any shape or a boolean."""
@@ -255,3 +303,143 @@ class GetItem(Function):
             grad[self.index] = g
         return grad
         # END SOLUTION
+
+
+# ------------------------------------------------- more shape functions
+class Repeat(Function):
+    """``a.repeat(*repeats)``: tile ``a`` ``repeats[i]`` times along dimension i
+    (extra leading repeats add dimensions), as ``numpy.tile``.  Backward sums
+    the copies: the gradient, viewed as (r0, n0, r1, n1, ...), summed over
+    the r axes."""
+
+    def __init__(self, repeats):
+        self.repeats = tuple(repeats)
+
+    def forward(self, a):
+        if len(self.repeats) < a.ndim:
+            raise ValueError(f"repeat: {len(self.repeats)} repeats for a tensor with "
+                             f"{a.ndim} dimensions; give at least one per dimension")
+        _check_sizes("repeat", self.repeats, "a count >= 0")
+        self.in_shape = a.shape
+        self.shape = (1,) * (len(self.repeats) - a.ndim) + tuple(a.shape)
+        return get_array_module(a).tile(a, self.repeats)
+
+    def backward(self, g):
+        pairs = [n for r, s in zip(self.repeats, self.shape) for n in (r, s)]
+        g = g.reshape(pairs).sum(axis=tuple(range(0, len(pairs), 2)))
+        return g.reshape(self.in_shape)
+
+
+class Flip(Function):
+    """Reverse the order of entries along ``dims``; backward reverses back."""
+
+    def __init__(self, dims):
+        self.dims = dims
+
+    def forward(self, a):
+        self.axes = normalize_axis(self.dims, max(a.ndim, 1), "flip") if a.ndim else ()
+        return get_array_module(a).flip(a, axis=self.axes).copy()
+
+    def backward(self, g):
+        return get_array_module(g).flip(g, axis=self.axes)
+
+
+class Roll(Function):
+    """Shift entries by ``shifts`` along ``dims`` with wrap-around (the whole
+    flattened tensor for dims=None); backward shifts back."""
+
+    def __init__(self, shifts, dims=None):
+        self.shifts, self.dims = shifts, dims
+
+    def forward(self, a):
+        return get_array_module(a).roll(a, self.shifts, axis=self.dims)
+
+    def backward(self, g):
+        back = tuple(-s for s in self.shifts) if isinstance(self.shifts, (tuple, list)) \
+            else -self.shifts
+        return get_array_module(g).roll(g, back, axis=self.dims)
+
+
+class Diagonal(Function):
+    """The diagonal ``a[..., i, i + offset]`` of the planes (dim1, dim2), as a
+    last dimension (``torch.diagonal``); backward writes the gradient back
+    onto that diagonal of a zero array."""
+
+    def __init__(self, offset=0, dim1=0, dim2=1):
+        self.offset, self.dim1, self.dim2 = offset, dim1, dim2
+
+    def forward(self, a):
+        d1, d2 = normalize_axis(self.dim1, a.ndim, "diagonal")[0], \
+            normalize_axis(self.dim2, a.ndim, "diagonal")[0]
+        if d1 == d2:
+            raise ValueError(f"diagonal: dim1 and dim2 must differ, both are {d1}")
+        self.axes, self.in_shape = (d1, d2), a.shape
+        return get_array_module(a).diagonal(a, self.offset, d1, d2).copy()
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        grad = xp.zeros(self.in_shape, dtype=g.dtype)
+        planes = xp.moveaxis(grad, self.axes, (-2, -1))      # a view: writes reach grad
+        i = xp.arange(g.shape[-1])
+        planes[..., i + max(-self.offset, 0), i + max(self.offset, 0)] = g
+        return grad
+
+
+PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+class Pad(Function):
+    """``F.pad``: ``pad = (left, right)`` for the last dimension, then
+    ``(left, right, top, bottom)`` for the last two, and so on.
+
+    "constant" fills with ``value``; "reflect" mirrors without repeating the
+    edge (``[1, 2, 3]`` → ``[3, 2, 1, 2, 3, 2, 1]`` for pad 2), "replicate"
+    repeats it, "circular" wraps around.  The three copying modes read each
+    output entry from one input position (``numpy.pad`` of the positions),
+    so backward adds the gradient back at those positions.
+    """
+
+    def __init__(self, pad, mode="constant", value=0.0):
+        self.pad, self.mode, self.value = tuple(pad), mode, value
+
+    def forward(self, a):
+        widths = self._widths(a)
+        self.in_shape = a.shape
+        xp = get_array_module(a)
+        if self.mode == "constant":
+            out = xp.full([n + lo + hi for n, (lo, hi) in zip(a.shape, widths)],
+                          self.value, dtype=a.dtype)
+            self.inner = tuple(slice(lo, lo + n) for n, (lo, _) in zip(a.shape, widths))
+            out[self.inner] = a
+            return out
+        numpy_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[self.mode]
+        sources = [np.pad(np.arange(n), w, mode=numpy_mode) for n, w in zip(a.shape, widths)]
+        self.where = tuple(xp.asarray(s) for s in np.ix_(*sources))
+        return a[self.where]
+
+    def backward(self, g):
+        if self.mode == "constant":
+            return g[self.inner]
+        grad = get_array_module(g).zeros(self.in_shape, dtype=g.dtype)
+        scatter_add(grad, self.where, g)
+        return grad
+
+    def _widths(self, a):
+        """(before, after) for every dimension; checks the mode and the sizes."""
+        if self.mode not in PAD_MODES:
+            raise ValueError(f"pad: mode must be one of {PAD_MODES}, got {self.mode!r}")
+        if len(self.pad) % 2 or len(self.pad) // 2 > a.ndim:
+            raise ValueError(f"pad: pad {self.pad} must have an even length of at most "
+                             f"2 x {a.ndim} (the tensor's dimensions)")
+        widths = [(0, 0)] * a.ndim
+        for i in range(len(self.pad) // 2):
+            widths[a.ndim - 1 - i] = (self.pad[2 * i], self.pad[2 * i + 1])
+        for n, (lo, hi) in zip(a.shape, widths):
+            if lo < 0 or hi < 0:
+                raise ValueError(f"pad: negative padding {self.pad} is not supported")
+            if self.mode == "reflect" and max(lo, hi) >= n and (lo or hi):
+                raise ValueError(f"pad: reflect padding {max(lo, hi)} must be smaller than "
+                                 f"the dimension's size {n}")
+            if self.mode in ("replicate", "circular") and n == 0 and (lo or hi):
+                raise ValueError(f"pad: {self.mode} padding of an empty dimension")
+        return widths

@@ -1,7 +1,8 @@
 """minigrad.nn: Module, Parameter, layers and losses (names as in ``torch.nn``)."""
 from . import functional, init, utils
 from .attention import MultiheadAttention
-from .activation import GELU, ReLU, Sigmoid, Softmax, Tanh
+from .activation import (ELU, GELU, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax,
+                         Mish, ReLU, ReLU6, SiLU, Sigmoid, Softmax, Softmin, Softplus, Tanh)
 from .container import Flatten, Identity, ModuleList, Sequential
 from .dropout import Dropout, dropout_context
 from .embedding import Embedding
@@ -12,7 +13,7 @@ from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from .module import Module, Parameter
 
 # convolution, normalization and pooling layers
-from .conv import Conv2d
+from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .normalization import (BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm,
                             apply_merged_running_stats, batchnorm_layers,
                             set_merge_running_stats)

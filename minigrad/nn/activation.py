@@ -41,14 +41,126 @@ class GELU(Module):
 
 
 class Softmax(Module):
-    """softmax along ``axis`` (PyTorch calls it ``dim``; minigrad uses NumPy's name)."""
+    """softmax along ``dim`` (NumPy's ``axis=`` is accepted too)."""
 
-    def __init__(self, axis: int = -1):
+    def __init__(self, dim: int = -1, *, axis=None):
         super().__init__()
-        self.axis = axis
+        self.dim = dim if axis is None else axis
 
     def forward(self, x):
-        return F.softmax(x, self.axis)
+        return F.softmax(x, self.dim)
 
     def extra_repr(self) -> str:
-        return f"axis={self.axis}"
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Module):
+    """log_softmax along ``dim``."""
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.log_softmax(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmin(LogSoftmax):
+    """softmax(-x) along ``dim``."""
+
+    def forward(self, x):
+        return F.softmin(x, self.dim)
+
+
+class SiLU(Module):
+    """x·σ(x) elementwise ("swish"); any shape."""
+
+    def forward(self, x):
+        return F.silu(x)
+
+
+class Mish(Module):
+    """x·tanh(softplus(x)) elementwise; any shape."""
+
+    def forward(self, x):
+        return F.mish(x)
+
+
+class Hardswish(Module):
+    """x·relu6(x + 3)/6 elementwise; any shape."""
+
+    def forward(self, x):
+        return F.hardswish(x)
+
+
+class LogSigmoid(Module):
+    """log σ(x) elementwise; any shape."""
+
+    def forward(self, x):
+        return F.logsigmoid(x)
+
+
+class ReLU6(Module):
+    """min(max(x, 0), 6) elementwise; any shape."""
+
+    def forward(self, x):
+        return F.relu6(x)
+
+
+class LeakyReLU(Module):
+    """x, or negative_slope·x where x <= 0; any shape."""
+
+    def __init__(self, negative_slope: float = 0.01):
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, x):
+        return F.leaky_relu(x, self.negative_slope)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}"
+
+
+class ELU(Module):
+    """x, or alpha·(exp(x) - 1) where x <= 0; any shape."""
+
+    def __init__(self, alpha: float = 1.0):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x):
+        return F.elu(x, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}"
+
+
+class Softplus(Module):
+    """(1/beta)·log(1 + exp(beta·x)), x where beta·x > threshold; any shape."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, x):
+        return F.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Hardtanh(Module):
+    """x clipped to [min_val, max_val]; any shape."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0):
+        super().__init__()
+        self.min_val, self.max_val = min_val, max_val
+
+    def forward(self, x):
+        return F.hardtanh(x, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}"

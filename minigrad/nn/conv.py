@@ -13,6 +13,7 @@ import numpy as np
 from .. import backend
 from ..dtypes import check_layer_dtype
 from ..functions.conv import Conv2d as _Conv2dFn
+from ..functions.conv import ConvTranspose2d as _ConvTranspose2dFn
 from ..functions.conv import pair
 from ..tensor import Tensor, get_default_dtype
 from . import init
@@ -112,6 +113,80 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1,  # noqa: A
     return fn(input, weight) if bias is None else fn(input, weight, bias)
 
 
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1,  # noqa: A002
+           groups=1) -> Tensor:
+    """1-D cross-correlation, as ``torch.nn.functional.conv1d``: input
+    (N, C_in, L), weight (C_out, C_in / groups, K), bias (C_out,) or None ->
+    (N, C_out, OL), OL = (L + 2·padding - dilation·(K - 1) - 1) // stride + 1.
+
+    It is :func:`conv2d` on a height-1 image: (N, C, 1, L) with a 1×K kernel.
+    stride, padding (an int, "valid" or "same") and dilation are ints.
+    Raises ValueError for an input or weight that is not 3-D (and conv2d's errors).
+    """
+    if input.ndim != 3 or weight.ndim != 3:
+        raise ValueError(f"conv1d: expected a 3-D input (N, C, L) and weight (C_out, C_in, "
+                         f"K), got shapes {_shape(input)} and {_shape(weight)}")
+    one = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
+    out = conv2d(input.unsqueeze(2), weight.unsqueeze(2), bias,
+                 (1, _single(stride, "stride")), one, (1, _single(dilation, "dilation")),
+                 groups)
+    return out.squeeze(2)
+
+
+def _single(value, name):
+    """An int, or a 1-tuple holding one, as an int (conv1d's arguments)."""
+    if isinstance(value, (tuple, list)) and len(value) == 1:
+        value = value[0]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"conv1d: {name} must be an int, got {value!r}")
+    return value
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0,  # noqa: A002
+                     output_padding=0, groups=1, dilation=1) -> Tensor:
+    """2-D transposed convolution, as ``torch.nn.functional.conv_transpose2d``
+    (the arguments in its order).
+
+    Args:
+        input: (N, C_in, H, W).
+        weight: (C_in, C_out / groups, KH, KW).
+        bias: (C_out,) or None.
+        stride, padding, output_padding, dilation: an int or a pair.
+
+    Returns:
+        (N, C_out, OH, OW), OH = (H - 1)·stride - 2·padding + dilation·(KH - 1)
+        + output_padding + 1 (likewise OW).
+
+    Raises:
+        ValueError: input or weight not 4-D, C_in not weight's first size,
+            C_in not divisible by groups, a bias not of shape (C_out,),
+            output_padding not smaller than stride or dilation.
+        TypeError: input and weight of different dtypes.
+    """
+    if input.ndim != 4 or weight.ndim != 4:
+        raise ValueError(f"conv_transpose2d: expected a 4-D input (N, C_in, H, W) and "
+                         f"weight (C_in, C_out/groups, KH, KW), got shapes "
+                         f"{_shape(input)} and {_shape(weight)}")
+    if input.shape[1] != weight.shape[0] or weight.shape[0] % groups:
+        raise ValueError(f"conv_transpose2d: input of shape {_shape(input)} has "
+                         f"{input.shape[1]} channels but weight of shape {_shape(weight)} "
+                         f"expects {weight.shape[0]} (divisible by groups={groups})")
+    check_layer_dtype("conv_transpose2d", input, weight=weight, bias=bias)
+    cout = weight.shape[1] * groups
+    if bias is not None and _shape(bias) != (cout,):
+        raise ValueError(f"conv_transpose2d: bias of shape {_shape(bias)}; expected ({cout},)")
+    stride = pair(stride, "conv_transpose2d: stride")
+    dilation = pair(dilation, "conv_transpose2d: dilation")
+    out_pad = pair(output_padding, "conv_transpose2d: output_padding")
+    pads = pair(padding, "conv_transpose2d: padding")
+    for a in (0, 1):
+        if out_pad[a] >= max(stride[a], dilation[a]):
+            raise ValueError(f"conv_transpose2d: output_padding {out_pad} must be smaller "
+                             f"than stride {stride} or dilation {dilation}")
+    fn = _ConvTranspose2dFn(stride, pads, dilation, groups, out_pad)
+    return fn(input, weight) if bias is None else fn(input, weight, bias)
+
+
 def _empty_parameter(shape, device, dtype) -> Parameter:
     """A zero-filled Parameter, to be filled by :mod:`minigrad.nn.init`."""
     dtype = np.dtype(dtype or get_default_dtype())
@@ -195,3 +270,71 @@ class Conv2d(Module):
         if self.bias is None:
             text += ", bias=False"
         return text
+
+
+class Conv1d(Module):
+    """1-D convolution layer over (N, C_in, L) inputs, as ``torch.nn.Conv1d``
+    (arguments in its order); weight (C_out, C_in / groups, K), bias (C_out,),
+    initialized as :class:`Conv2d` (fan_in = C_in/groups·K)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=True, device=None, dtype=None):
+        super().__init__()
+        _check_groups("Conv1d", groups, in_channels, out_channels)
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = _single(kernel_size, "kernel_size")
+        self.stride, self.dilation = _single(stride, "stride"), _single(dilation, "dilation")
+        self.padding = padding if isinstance(padding, str) else _single(padding, "padding")
+        self.weight = _empty_parameter((out_channels, in_channels // groups,
+                                        self.kernel_size), device, dtype)
+        if bias:
+            self.bias = _empty_parameter((out_channels,), device, dtype)
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    reset_parameters = Conv2d.reset_parameters
+
+    def forward(self, x: Tensor) -> Tensor:
+        return conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                      self.groups)
+
+    def extra_repr(self) -> str:
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, padding={self.padding!r}")
+
+
+class ConvTranspose2d(Module):
+    """2-D transposed convolution layer, as ``torch.nn.ConvTranspose2d``
+    (arguments in its order): weight (C_in, C_out / groups, KH, KW), bias
+    (C_out,), initialized as PyTorch does (kaiming_uniform_(a=√5), fan_in
+    computed from the weight's shape: C_out/groups·KH·KW)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, device=None,
+                 dtype=None):
+        super().__init__()
+        _check_groups("ConvTranspose2d", groups, in_channels, out_channels)
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = pair(kernel_size, "ConvTranspose2d: kernel_size")
+        self.stride = pair(stride, "ConvTranspose2d: stride")
+        self.padding = pair(padding, "ConvTranspose2d: padding")
+        self.output_padding = pair(output_padding, "ConvTranspose2d: output_padding")
+        self.dilation = pair(dilation, "ConvTranspose2d: dilation")
+        self.weight = _empty_parameter((in_channels, out_channels // groups,
+                                        *self.kernel_size), device, dtype)
+        if bias:
+            self.bias = _empty_parameter((out_channels,), device, dtype)
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    reset_parameters = Conv2d.reset_parameters
+
+    def forward(self, x: Tensor) -> Tensor:
+        return conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding,
+                                self.output_padding, self.groups, self.dilation)
+
+    def extra_repr(self) -> str:
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, padding={self.padding}")

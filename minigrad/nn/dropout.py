@@ -78,6 +78,7 @@ class Dropout(Module):
 
     Args:
         p: drop probability, in [0, 1).
+        inplace: must stay False (PyTorch's second argument).
         per_example: draw each example's mask from (seed, step, layer id,
             example index, position), so that micro-batches reproduce the full
             batch's masks exactly (see the module docstring for how to supply
@@ -95,9 +96,13 @@ class Dropout(Module):
             indices supplied, or a number of indices different from N.
     """
 
-    def __init__(self, p: float = 0.5, per_example: bool = False, layer_id: int | None = None):
+    def __init__(self, p: float = 0.5, inplace: bool = False, *, per_example: bool = False,
+                 layer_id: int | None = None):
         super().__init__()
         F._check_p(p)
+        if inplace:
+            raise ValueError("Dropout: inplace=True is not supported (PyTorch's second "
+                             "argument); minigrad's dropout returns a new tensor")
         self.p = float(p)
         self.per_example = bool(per_example)
         if layer_id is None and self.per_example:

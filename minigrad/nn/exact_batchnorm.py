@@ -123,7 +123,7 @@ class _LayerWindow:
         data = x.data.astype(np.float64)
         mean = data.mean(axis=axes)
         centered = data - mean.reshape(channel_shape(data))
-        summary = {"count": np.asarray(x.size // x.shape[1], dtype=np.int64),
+        summary = {"count": np.asarray(x.numel() // x.shape[1], dtype=np.int64),
                    "mean": backend.asnumpy(mean),
                    "m2": backend.asnumpy((centered * centered).sum(axis=axes))}
         self.moments = merge_moments(self.moments, summary)
@@ -261,7 +261,7 @@ def _replayable(micro_batches) -> Callable[[], Iterable]:
 def _loss_and_weight(result):
     """Split ``loss_fn``'s result into (loss, num_items or None, weight)."""
     loss, num_items = result if isinstance(result, tuple) else (result, None)
-    if not isinstance(loss, Tensor) or loss.size != 1:
+    if not isinstance(loss, Tensor) or loss.numel() != 1:
         raise TypeError("exact_batchnorm_backward: loss_fn must return a one-element loss "
                         "Tensor or (loss, num_items)")
     weight = num_items.item() if isinstance(num_items, Tensor) else num_items

@@ -16,6 +16,7 @@ from .. import random as _random
 from ..dtypes import check_layer_dtype
 from ..functions import elementwise as E
 from ..functions import softmax as SM
+from ..functions import activation as A
 from ..functions.activation import GELU
 from ..functions.dropout import DropoutFunction, scaled_mask
 from ..functions.embedding import EmbeddingFunction
@@ -66,18 +67,173 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     return GELU(approximate)(_tensor(x, "gelu"))
 
 
-def softmax(x: Tensor, axis: int = -1) -> Tensor:
-    """exp(x) / Σ exp(x) along ``axis`` (stable: the maximum is subtracted)."""
-    return SM.Softmax(axis)(_tensor(x, "softmax"))
+def softmax(x: Tensor, dim: int = -1, *, axis=None) -> Tensor:
+    """exp(x) / Σ exp(x) along ``dim`` (or ``axis``; stable: the maximum is
+    subtracted)."""
+    return SM.Softmax(dim if axis is None else axis)(_tensor(x, "softmax"))
 
 
-def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
-    """x - logsumexp(x) along ``axis`` (stable, finite for -inf entries in a
-    row with a finite one)."""
-    return SM.LogSoftmax(axis)(_tensor(x, "log_softmax"))
+def log_softmax(x: Tensor, dim: int = -1, *, axis=None) -> Tensor:
+    """x - logsumexp(x) along ``dim`` (or ``axis``; stable, finite for -inf
+    entries in a row with a finite one)."""
+    return SM.LogSoftmax(dim if axis is None else axis)(_tensor(x, "log_softmax"))
+
+
+def softmin(x: Tensor, dim: int = -1, *, axis=None) -> Tensor:
+    """softmax(-x) along ``dim``: the smallest entry gets the largest weight."""
+    return softmax(-_tensor(x, "softmin"), dim, axis=axis)
+
+
+def silu(x: Tensor) -> Tensor:
+    """x·σ(x) ("swish"); see :class:`minigrad.functions.activation.SiLU`."""
+    return A.SiLU()(_tensor(x, "silu"))
+
+
+def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """x for x > 0, negative_slope·x otherwise."""
+    return A.LeakyReLU(negative_slope)(_tensor(x, "leaky_relu"))
+
+
+def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
+    """x for x > 0, alpha·(exp(x) - 1) otherwise (Clevert et al. 2016)."""
+    return A.ELU(alpha)(_tensor(x, "elu"))
+
+
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """(1/beta)·log(1 + exp(beta·x)); x itself where beta·x > threshold."""
+    return A.Softplus(beta, threshold)(_tensor(x, "softplus"))
+
+
+def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """x clipped to [min_val, max_val] (gradient 1 strictly inside, else 0)."""
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) must not exceed max_val ({max_val})")
+    return A.Hardtanh(min_val, max_val)(_tensor(x, "hardtanh"))
+
+
+def relu6(x: Tensor) -> Tensor:
+    """min(max(x, 0), 6): hardtanh(x, 0, 6)."""
+    return A.Hardtanh(0.0, 6.0)(_tensor(x, "relu6"))
+
+
+def mish(x: Tensor) -> Tensor:
+    """x·tanh(softplus(x)) (Misra 2019)."""
+    return A.Mish()(_tensor(x, "mish"))
+
+
+def hardswish(x: Tensor) -> Tensor:
+    """x·relu6(x + 3)/6 (Howard et al. 2019)."""
+    return A.Hardswish()(_tensor(x, "hardswish"))
+
+
+def logsigmoid(x: Tensor) -> Tensor:
+    """log σ(x), stable for large |x|."""
+    return A.LogSigmoid()(_tensor(x, "logsigmoid"))
+
+
+# ------------------------------------------------------------ shape helpers
+def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:  # noqa: A002
+    """Pad the last dimensions: ``pad = (left, right)`` for the last one,
+    ``(left, right, top, bottom)`` for the last two, and so on (PyTorch's
+    order).  ``mode``: "constant" (filled with ``value``, default 0),
+    "reflect" (mirrored without the edge), "replicate" (the edge repeated),
+    "circular" (wrapped around).  See :class:`minigrad.functions.shape.Pad`.
+
+    Raises ValueError for an odd-length or too long ``pad``, an unknown mode,
+    negative padding, or a reflect padding not smaller than the dimension.
+    """
+    from ..functions.shape import Pad  # noqa: PLC0415
+    return Pad(pad, mode, 0.0 if value is None else value)(_tensor(input, "pad"))
+
+
+def one_hot(tensor, num_classes: int = -1) -> Tensor:
+    """Integer class ids of any shape -> int64 one-hot vectors of shape
+    ids.shape + (num_classes,); num_classes = -1 takes max(ids) + 1.
+
+    Raises ValueError for a negative id or one >= num_classes, TypeError for
+    non-integer ids."""
+    ids = _index_array(tensor, tensor.device if isinstance(tensor, Tensor) else "cpu")
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"one_hot: class ids must be integers, got dtype {ids.dtype}")
+    xp = backend.get_array_module(ids)
+    if num_classes == -1:
+        num_classes = int(ids.max()) + 1 if ids.size else 0
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= num_classes):
+        raise ValueError(f"one_hot: class ids must lie in [0, {num_classes}), got values "
+                         f"from {int(ids.min())} to {int(ids.max())}")
+    return Tensor((ids[..., None] == xp.arange(num_classes)).astype(np.int64))
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:  # noqa: A002
+    """x / max(‖x‖_p, eps) along ``dim`` (``torch.nn.functional.normalize``)."""
+    from ..linalg import vector_norm  # noqa: PLC0415
+    norm = vector_norm(_tensor(input, "normalize"), p, dim, True)
+    return input / norm.clip(min=eps)
 
 
 # --------------------------------------------------------------------- layers
+def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",  # noqa: A002
+                align_corners=None) -> Tensor:
+    """Resize the spatial dimensions of (N, C, L) or (N, C, H, W) inputs
+    (``torch.nn.functional.interpolate``).
+
+    Give ``size`` (an int or one per spatial dimension) or ``scale_factor``.
+    "nearest": output position o reads input floor(o·s), s = in/out (or
+    1/scale_factor when that is given, PyTorch's choice).  "bilinear" (4-D
+    only): o reads the input at (o + ½)·s - ½ (clamped at 0), or o·(in -
+    1)/(out - 1) with ``align_corners=True``, mixing the two neighbours
+    linearly, first along H, then along W.  Both are built from indexing
+    and products, so the gradient flows back through them.
+
+    Raises ValueError for both or neither of size and scale_factor, an
+    unknown mode, bilinear on a non-4-D input, or align_corners with "nearest".
+    """
+    _tensor(input, "interpolate")
+    if mode not in ("nearest", "bilinear"):
+        raise ValueError(f"interpolate: mode must be 'nearest' or 'bilinear', got {mode!r}")
+    if mode == "nearest" and align_corners is not None:
+        raise ValueError("interpolate: align_corners only applies to mode='bilinear'")
+    if mode == "bilinear" and input.ndim != 4:
+        raise ValueError(f"interpolate: bilinear needs a 4-D input (N, C, H, W), got shape "
+                         f"{input.shape}")
+    sizes, scales = _resize_plan(input, size, scale_factor)
+    out = input
+    for k, (n_out, scale) in enumerate(zip(sizes, scales)):
+        dim = 2 + k
+        n_in = input.shape[dim]
+        if mode == "nearest":
+            src = np.minimum(np.floor(np.arange(n_out) * scale).astype(np.int64), n_in - 1)
+            out = out.index_select(dim, src)
+            continue
+        if align_corners:
+            pos = np.arange(n_out) * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+        else:
+            pos = np.maximum((np.arange(n_out) + 0.5) * scale - 0.5, 0.0)
+        low = np.minimum(np.floor(pos).astype(np.int64), n_in - 1)
+        high = np.minimum(low + 1, n_in - 1)
+        shape = [1] * input.ndim
+        shape[dim] = n_out
+        frac = backend.to_device((pos - low).reshape(shape).astype(input.dtype), input.device)
+        out = out.index_select(dim, low) * (1 - frac) + out.index_select(dim, high) * frac
+    return out
+
+
+def _resize_plan(x, size, scale_factor):
+    """(output sizes, input/output scales) of interpolate's spatial dimensions."""
+    spatial = x.shape[2:]
+    if (size is None) == (scale_factor is None):
+        raise ValueError("interpolate: give exactly one of size and scale_factor")
+    if size is not None:
+        sizes = (size,) * len(spatial) if isinstance(size, int) else tuple(size)
+        if len(sizes) != len(spatial):
+            raise ValueError(f"interpolate: size {size} does not match the "
+                             f"{len(spatial)} spatial dimensions of shape {x.shape}")
+        return sizes, [n / m for n, m in zip(spatial, sizes)]
+    factors = (scale_factor,) * len(spatial) if isinstance(scale_factor, (int, float)) \
+        else tuple(scale_factor)
+    return [int(np.floor(n * f)) for n, f in zip(spatial, factors)], [1 / f for f in factors]
+
+
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """y = x Wᵀ + b: x (*, in), weight (out, in), bias (out,) or None -> (*, out).
 
@@ -138,14 +294,16 @@ def dropout_uniforms(shape, device, generator=None, example_index=None, step=0,
     return _random.global_hash_uniform(shape, device)
 
 
-def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator=None,
-            example_index=None, step: int = 0, layer_id: int = 0) -> Tensor:
+def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
+            generator=None, example_index=None, step: int = 0, layer_id: int = 0) -> Tensor:
     """Inverted dropout: zero each entry with probability ``p`` and scale the
     rest by 1/(1-p); the identity when ``training`` is False or p = 0.
 
     Args:
         x: any shape, floating.
         p: drop probability in [0, 1).
+        inplace: must stay False (PyTorch's fourth argument; minigrad
+            always returns a new tensor).
         generator: draw from this ``numpy.random.Generator`` instead.
         example_index, step, layer_id: per-example masks, see
             :func:`dropout_uniforms` and :class:`minigrad.nn.Dropout`.
@@ -155,6 +313,8 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator=None,
     """
     _tensor(x, "dropout")
     _check_p(p)
+    if inplace:
+        raise ValueError("dropout: inplace=True is not supported; use the returned tensor")
     if not training or p == 0.0:
         return x
     u = dropout_uniforms(x.shape, x.device, generator, example_index, step, layer_id)
@@ -162,6 +322,15 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator=None,
 
 
 # --------------------------------------------------------------------- losses
+def _no_legacy_reduction(name, size_average, reduce):
+    """PyTorch's deprecated ``size_average``/``reduce`` keep their positions in
+    the argument list, so that positional calls bind as in PyTorch, but are
+    not supported."""
+    if size_average is not None or reduce is not None:
+        raise TypeError(f"{name}: size_average and reduce are deprecated in PyTorch and "
+                        f"not supported; use reduction='mean' | 'sum' | 'none'")
+
+
 def _class_weight(weight, reference, name):
     """Loss weights (Tensor, array or list of numbers) as an array on the
     device of ``reference``, or None.  They are constants: a weight that
@@ -182,9 +351,9 @@ def _class_weight(weight, reference, name):
     return backend.to_device(array, reference.device)
 
 
-def cross_entropy(logits: Tensor, target, ignore_index: int = -100,
-                  reduction: str = "mean", label_smoothing: float = 0.0,
-                  weight=None) -> Tensor:
+def cross_entropy(logits: Tensor, target, weight=None, size_average=None,
+                  ignore_index: int = -100, reduce=None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
     """Cross-entropy of logits against integer class targets (log-softmax and NLL
     fused into one Function, :class:`minigrad.functions.loss.CrossEntropy`).
 
@@ -203,14 +372,22 @@ def cross_entropy(logits: Tensor, target, ignore_index: int = -100,
     accumulation the window's weighted mean is exact when every micro-batch
     passes ``num_items=`` its own Σ_i w[y_i] (a float).
 
+    The arguments come in PyTorch's order; ``size_average`` and ``reduce``
+    (deprecated in PyTorch) must stay None: use ``reduction``.
+
     Raises:
         ValueError: a target outside [0, C) that is not ``ignore_index`` (the
             message names the value and C), mismatched shapes, an unknown
             reduction, label_smoothing outside [0, 1], a weight not of shape (C,).
-        TypeError: a non-integer target or a non-floating weight.
+        TypeError: a non-integer target or a non-floating weight, or
+            ``size_average``/``reduce`` given.
         RuntimeError: a weight that requires grad or lives on another device.
     """
     _tensor(logits, "cross_entropy")
+    _no_legacy_reduction("cross_entropy", size_average, reduce)
+    if not (isinstance(target, Tensor) and target.dtype.kind in "iu") \
+            and _is_probabilities(target, logits):
+        return _soft_cross_entropy(logits, target, weight, reduction, label_smoothing)
     # (Without CuPy loaded every tensor is on the CPU: no device to compare.)
     if not (isinstance(target, Tensor)
             and (backend._cupy is None or target.device == logits.device)):
@@ -219,18 +396,56 @@ def cross_entropy(logits: Tensor, target, ignore_index: int = -100,
     return CrossEntropy(ignore_index, reduction, label_smoothing, w)(logits, target)
 
 
-def nll_loss(log_probs: Tensor, target, ignore_index: int = -100,
-             reduction: str = "mean", weight=None) -> Tensor:
+def _is_probabilities(target, logits) -> bool:
+    """A floating target of the logits' shape holds class probabilities."""
+    dtype = target.dtype if hasattr(target, "dtype") else np.asarray(target).dtype
+    return np.dtype(dtype).kind == "f" and tuple(np.shape(target) if not hasattr(
+        target, "shape") else target.shape) == logits.shape
+
+
+def _soft_cross_entropy(logits, target, weight, reduction, label_smoothing):
+    """Cross-entropy against class probabilities p (N, C, ...), PyTorch's form:
+    loss_n = -Σ_c w_c·p_nc·log_softmax(x)_nc, with p mixed as (1-ε)·p + ε/C
+    for label smoothing; "mean" divides by the number of rows N·d1·...
+    (not by the weights).  The target may require grad."""
+    check_reduction("cross_entropy", reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must lie in [0, 1], got "
+                         f"{label_smoothing}")
+    if not isinstance(target, Tensor):
+        target = Tensor(backend.to_device(np.asarray(target, dtype=logits.dtype),
+                                          logits.device))
+    classes = logits.shape[1] if logits.ndim > 1 else logits.shape[0]
+    dim = 1 if logits.ndim > 1 else 0
+    if label_smoothing:
+        target = target * (1 - label_smoothing) + label_smoothing / classes
+    terms = target * SM.LogSoftmax(dim)(logits)
+    w = _class_weight(weight, logits, "cross_entropy")
+    if w is not None:
+        shape = [1] * logits.ndim
+        shape[dim] = classes
+        terms = terms * Tensor(w.reshape(shape))
+    loss = -terms.sum(dim)
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.mean()
+
+
+def nll_loss(log_probs: Tensor, target, weight=None, size_average=None,
+             ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of log-probabilities (N, C) or (N, C, d1, ...) at
-    integer targets (N, ...); reductions, class ``weight`` (C,) and errors as
-    :func:`cross_entropy` ("mean" divides by Σ_i w[y_i])."""
+    integer targets (N, ...); arguments in PyTorch's order, reductions, class
+    ``weight`` (C,) and errors as :func:`cross_entropy` ("mean" divides by
+    Σ_i w[y_i])."""
     _tensor(log_probs, "nll_loss")
+    _no_legacy_reduction("nll_loss", size_average, reduce)
     target = _index_array(target, log_probs.device)
     w = _class_weight(weight, log_probs, "nll_loss")
     return NLLLoss(ignore_index, reduction, w)(log_probs, target)
 
 
-def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:  # noqa: A002
+def mse_loss(input: Tensor, target, size_average=None, reduce=None,  # noqa: A002
+             reduction: str = "mean") -> Tensor:
     """Mean squared error (input - target)², reduced by "mean" | "sum" | "none".
 
     ``input`` and ``target`` broadcast together and each gets its gradient
@@ -241,6 +456,7 @@ def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:  # noqa:
     Raises:
         ValueError: shapes that do not broadcast, or an unknown reduction.
     """
+    _no_legacy_reduction("mse_loss", size_average, reduce)
     check_reduction("mse_loss", reduction)
     _tensor(input, "mse_loss")
     try:
@@ -259,8 +475,9 @@ def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:  # noqa:
     return squared.sum() if reduction == "sum" else squared.mean()
 
 
-def binary_cross_entropy_with_logits(input: Tensor, target, reduction: str = "mean",  # noqa: A002
-                                     pos_weight=None, weight=None) -> Tensor:
+def binary_cross_entropy_with_logits(input: Tensor, target, weight=None,  # noqa: A002
+                                     size_average=None, reduce=None,
+                                     reduction: str = "mean", pos_weight=None) -> Tensor:
     """Binary cross-entropy on logits, in the log-sum-exp form that stays finite
     and accurate for logits of any size (±40 and beyond).
 
@@ -273,6 +490,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target, reduction: str = "me
     RuntimeError).
     """
     _tensor(input, "binary_cross_entropy_with_logits")
+    _no_legacy_reduction("binary_cross_entropy_with_logits", size_average, reduce)
     w = _class_weight(weight, input, "binary_cross_entropy_with_logits")
     fn = BCEWithLogits(reduction, w)
     if pos_weight is None:
@@ -280,8 +498,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target, reduction: str = "me
     return fn(input, target, pos_weight)
 
 
-def binary_cross_entropy(input: Tensor, target, weight=None,  # noqa: A002
-                         reduction: str = "mean") -> Tensor:
+def binary_cross_entropy(input: Tensor, target, weight=None, size_average=None,  # noqa: A002
+                         reduce=None, reduction: str = "mean") -> Tensor:
     """Binary cross-entropy on probabilities p in [0, 1] (``torch.nn.functional.
     binary_cross_entropy``):
 
@@ -307,6 +525,7 @@ def binary_cross_entropy(input: Tensor, target, weight=None,  # noqa: A002
     """
     from ..functions.loss import BCE  # noqa: PLC0415 (keeps the import block short)
     _tensor(input, "binary_cross_entropy")
+    _no_legacy_reduction("binary_cross_entropy", size_average, reduce)
     target_shape = tuple(target.shape) if hasattr(target, "shape") else np.shape(target)
     if tuple(target_shape) != input.shape:
         raise ValueError(f"binary_cross_entropy: target of shape {tuple(target_shape)} "
@@ -320,7 +539,7 @@ def binary_cross_entropy(input: Tensor, target, weight=None,  # noqa: A002
 
 # Functional forms of convolution, normalization and pooling: defined next to
 # their layers, re-exported here under torch.nn.functional's names.
-from .conv import conv2d  # noqa: E402  (after the definitions above: no import cycle)
+from .conv import conv1d, conv2d, conv_transpose2d  # noqa: E402  (after the definitions above: no import cycle)
 from .normalization import batch_norm, group_norm, layer_norm  # noqa: E402
 from .pooling import avg_pool2d, max_pool2d  # noqa: E402
 from ..functions.attention import scaled_dot_product_attention  # noqa: E402,F401

@@ -266,7 +266,7 @@ def channel_moments(x):
     centered = data - mean.reshape((1, -1) + (1,) * (x.ndim - 2))
     m2 = (centered * centered).sum(axis=axes)
     # END SOLUTION
-    return {"count": np.asarray(x.size // x.shape[1], dtype=np.int64),
+    return {"count": np.asarray(x.numel() // x.shape[1], dtype=np.int64),
             "mean": backend.asnumpy(mean), "m2": backend.asnumpy(m2)}
 
 

@@ -56,7 +56,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: 
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0,  # noqa: A002
-               count_include_pad=True, ceil_mode=False) -> Tensor:
+               ceil_mode=False, count_include_pad=True) -> Tensor:
     """Mean over KH×KW windows, as ``torch.nn.functional.avg_pool2d``.
 
     Args:
@@ -82,8 +82,11 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0,  # noqa: A002
 class MaxPool2d(Module):
     """Max pooling layer; see :func:`max_pool2d` for shapes, ties and errors."""
 
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
+                 return_indices=False, ceil_mode=False):
         super().__init__()
+        if return_indices:
+            raise ValueError("MaxPool2d: return_indices=True is not supported")
         self.kernel_size, self.stride, self.padding = _pool_options(
             "MaxPool2d", kernel_size, stride, padding)
         self.dilation = pair(dilation, "MaxPool2d: dilation")
@@ -102,8 +105,8 @@ class MaxPool2d(Module):
 class AvgPool2d(Module):
     """Average pooling layer; see :func:`avg_pool2d` for shapes and errors."""
 
-    def __init__(self, kernel_size, stride=None, padding=0, count_include_pad=True,
-                 ceil_mode=False):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True):
         super().__init__()
         self.kernel_size, self.stride, self.padding = _pool_options(
             "AvgPool2d", kernel_size, stride, padding)
@@ -112,7 +115,7 @@ class AvgPool2d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return avg_pool2d(x, self.kernel_size, self.stride, self.padding,
-                          self.count_include_pad, self.ceil_mode)
+                          self.ceil_mode, self.count_include_pad)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, "

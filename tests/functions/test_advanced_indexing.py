@@ -1,6 +1,7 @@
 """Every index form NumPy treats as advanced: lists and tuples inside a tuple
 index, nested sequences, integer and boolean arrays, Tensors, booleans, mixed
-with slices, None and Ellipsis.  The forward equals NumPy's ``a[index]``; the
+with slices, None and Ellipsis.  The forward equals NumPy's ``a[index]``, except
+that ints mixed with arrays select first (PyTorch's rule); the
 gradient counts how often each position is selected, computed here from
 NumPy's own indexing of the position numbers (np.bincount), independently of
 the scatter-add minigrad uses."""
@@ -12,19 +13,27 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import minigrad
+from minigrad.functions.shape import select_ints_first
 
 
 def _reference_grad(shape, index, upstream):
     """d sum(upstream * a[index]) / d a from NumPy's own indexing semantics."""
     size = int(np.prod(shape))
-    positions = np.arange(size).reshape(shape)[index]
+    positions = _pytorch_order(np.arange(size).reshape(shape), index)
     return np.bincount(np.ravel(positions), weights=np.ravel(upstream),
                        minlength=size).reshape(shape)
 
 
+def _pytorch_order(a, index):
+    """``a[index]`` with PyTorch's rule: where ints and arrays are mixed, the
+    ints select first (NumPy would broadcast them with the arrays)."""
+    split = select_ints_first(index) if isinstance(index, tuple) else None
+    return a[index] if split is None else a[split[0]][split[1]]
+
+
 def _check(shape, index, device="cpu", mg_index=None):
     a = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
-    expected = a[index]
+    expected = _pytorch_order(a, index)
     t = minigrad.tensor(a, device=device, requires_grad=True)
     out = t[index if mg_index is None else mg_index]
     np.testing.assert_array_equal(out.numpy(), expected)
@@ -146,12 +155,21 @@ def test_random_index_matches_torch(case):
     th_index = tuple(torch.tensor(p) if isinstance(p, (list, np.ndarray)) else p for p in index)
     ta = torch.tensor(a, requires_grad=True)
     ref = ta[th_index]
-    # Where an int separates two advanced parts, NumPy (and minigrad) put the
-    # broadcast axes first and PyTorch does not; the values and the gradient of
-    # a symmetric function of them agree either way.
-    assert out.size == ref.numel()
-    np.testing.assert_array_equal(np.sort(out.numpy(), axis=None),
-                                  np.sort(ref.detach().numpy(), axis=None))
+    # Ints mixed with arrays select first, as in PyTorch (x[0, :, [1, 2]] on
+    # (2, 3, 4) is (3, 2); NumPy would give (2, 3)): the same shape and values.
+    np.testing.assert_array_equal(out.numpy(), ref.detach().numpy())
     (out * out).sum().backward()
     (ref * ref).sum().backward()
     np.testing.assert_allclose(t.grad.numpy(), ta.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_int_slice_array_follows_pytorch(torch):
+    x = np.arange(24.0).reshape(2, 3, 4)
+    t = minigrad.tensor(x, requires_grad=True)
+    out = t[0, :, [1, 2]]
+    ref = torch.tensor(x)[0, :, [1, 2]]
+    assert out.shape == tuple(ref.shape) == (3, 2)
+    np.testing.assert_array_equal(out.numpy(), ref.numpy())
+    y = np.arange(9.0).reshape(1, 3, 3)             # same shape, values not transposed
+    np.testing.assert_array_equal(minigrad.tensor(y)[0, :, [0, 1, 2]].numpy(),
+                                  torch.tensor(y)[0, :, [0, 1, 2]].numpy())

@@ -74,7 +74,7 @@ def test_blocked_gradient_on_device(case, device):
 
 def test_amax_over_an_axis_blocks_non_maxima():
     # PyTorch's amax multiplies by the mask: [[nan, inf, inf]]; minigrad selects.
-    g = _grad(lambda t: t.max(axis=1), [[1.0, 3.0, 3.0]], [INF])
+    g = _grad(lambda t: t.amax(dim=1), [[1.0, 3.0, 3.0]], [INF])
     np.testing.assert_array_equal(g, [[0.0, INF, INF]])
 
 

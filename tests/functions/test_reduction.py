@@ -14,10 +14,10 @@ from tests.helpers import check_gradients, compare_with_torch
 REDUCTIONS = {
     "sum": lambda x, axis, keepdims: x.sum(axis=axis, keepdims=keepdims),
     "mean": lambda x, axis, keepdims: x.mean(axis=axis, keepdims=keepdims),
-    "max": lambda x, axis, keepdims: x.max(axis=axis, keepdims=keepdims),
-    "min": lambda x, axis, keepdims: x.min(axis=axis, keepdims=keepdims),
-    "var": lambda x, axis, keepdims: x.var(axis=axis, keepdims=keepdims),
-    "var-unbiased": lambda x, axis, keepdims: x.var(axis=axis, keepdims=keepdims, ddof=1),
+    "max": lambda x, axis, keepdims: x.amax(dim=axis, keepdim=keepdims),
+    "min": lambda x, axis, keepdims: x.amin(dim=axis, keepdim=keepdims),
+    "var": lambda x, axis, keepdims: x.var(axis=axis, keepdims=keepdims, correction=0),
+    "var-unbiased": lambda x, axis, keepdims: x.var(dim=axis, keepdim=keepdims),
 }
 NUMPY = {
     "sum": lambda a, axis, keepdims: a.sum(axis=axis, keepdims=keepdims),
@@ -73,7 +73,7 @@ def test_tied_extremes_split_the_gradient_evenly(reduce, expected, device):
     if reduce == "min":
         x = minigrad.tensor([[2.0, 1.0, 2.0], [4.0, 4.0, 4.0]], dtype=np.float64,
                             device=device, requires_grad=True)
-    getattr(x, reduce)(axis=1).sum().backward()
+    getattr(x, "a" + reduce)(dim=1).sum().backward()      # amax, amin
     np.testing.assert_allclose(x.grad.numpy(), expected, rtol=0, atol=1e-15)
 
 
@@ -87,7 +87,7 @@ def test_keepdims_shapes():
     x = minigrad.ones(2, 3, 4)
     assert x.sum(axis=(0, -1), keepdims=True).shape == (1, 3, 1)
     assert x.mean(axis=-2).shape == (2, 4)
-    assert x.max(axis=(2, 0)).shape == (3,)
+    assert x.amax(dim=(2, 0)).shape == (3,)
     assert x.var(axis=None, keepdims=True).shape == (1, 1, 1)
     assert minigrad.sum(x, 1).shape == (2, 4) and minigrad.mean(x).shape == ()
 
@@ -154,7 +154,7 @@ def test_parity_with_torch(name, axis, keepdims, torch):
 
 def test_parity_of_tied_max_with_torch_amax(torch, device):
     x = np.array([[1.0, 5.0, 5.0], [2.0, 2.0, 2.0]])
-    compare_with_torch(torch, lambda t: t.max(axis=1), lambda t: t.amax(dim=1), [x],
+    compare_with_torch(torch, lambda t: t.amax(dim=1), lambda t: t.amax(dim=1), [x],
                        device=device)
     compare_with_torch(torch, lambda t: t.min(), lambda t: t.amin(), [x], device=device)
 
@@ -169,10 +169,13 @@ def test_max_gradient_goes_to_nan_like_torch(torch):
 
 def test_max_over_a_nonempty_axis_of_an_empty_tensor_is_empty():
     x = minigrad.zeros(0, 3)
-    assert x.max(axis=1).shape == (0,)
-    assert x.min(axis=1, keepdims=True).shape == (0, 1)
+    assert x.amax(dim=1).shape == (0,) and x.max(dim=1).values.shape == (0,)
+    assert x.amin(dim=1, keepdim=True).shape == (0, 1)
+    assert x.min(dim=1, keepdim=True).indices.shape == (0, 1)
     with pytest.raises(ValueError, match="empty"):
-        x.max(axis=0)
+        x.amax(dim=0)
+    with pytest.raises(ValueError, match="empty"):
+        x.max(dim=0)
 
 
 def test_argmax_bad_axis_names_the_op():
@@ -183,6 +186,6 @@ def test_argmax_bad_axis_names_the_op():
 def test_unbiased_var_of_one_value_is_nan_with_a_nan_gradient():
     # As in PyTorch: 0 / 0 in forward and in backward, not a Python ZeroDivisionError.
     x = minigrad.tensor([2.0], dtype=np.float64, requires_grad=True)
-    v = x.var(ddof=1)
+    v = x.var()           # unbiased by default, as in PyTorch
     v.backward()
     assert np.isnan(v.item()) and np.isnan(x.grad.numpy()).all()

@@ -44,7 +44,7 @@ def _run_quietly(fn, x):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         out = fn(t)
-        out.backward(minigrad.tensor(np.arange(1.0, t.size + 1).reshape(t.shape)))
+        out.backward(minigrad.tensor(np.arange(1.0, t.numel() + 1).reshape(t.shape)))
     return out.numpy(), t.grad.numpy()
 
 

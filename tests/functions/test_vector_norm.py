@@ -39,7 +39,7 @@ def test_vector_norm_parity(torch, ord, axis, device):
 @pytest.mark.parametrize("ord", ORDS)
 def test_gradient_at_the_zero_vector_is_zero(torch, ord, device):
     x = minigrad.tensor(np.zeros((2, 3)), device=device, requires_grad=True)
-    x.norm(ord, axis=1).sum().backward()
+    x.norm(ord, dim=1).sum().backward()
     assert not np.isnan(x.grad.numpy()).any()
     np.testing.assert_array_equal(x.grad.numpy(), 0.0)
     t = torch.zeros((2, 3), dtype=torch.float64, requires_grad=True)
@@ -51,10 +51,10 @@ def test_tensor_norm_defaults_and_dtype():
     x = minigrad.tensor([[3.0, 4.0], [0.0, 0.0]], requires_grad=True)
     n = x.norm()
     assert n.dtype == np.float32 and n.item() == pytest.approx(5.0)
-    np.testing.assert_allclose(x.norm(axis=1, keepdims=True).numpy(), [[5.0], [0.0]])
-    np.testing.assert_allclose(x.norm(ord=np.inf, axis=0).numpy(), [3.0, 4.0])
-    np.testing.assert_array_equal(x.norm(ord=0, axis=1).numpy(), [2.0, 0.0])   # non-zeros
-    x.norm(axis=1).sum().backward()
+    np.testing.assert_allclose(x.norm(dim=1, keepdim=True).numpy(), [[5.0], [0.0]])
+    np.testing.assert_allclose(x.norm(p=np.inf, dim=0).numpy(), [3.0, 4.0])
+    np.testing.assert_array_equal(x.norm(p=0, dim=1).numpy(), [2.0, 0.0])   # non-zeros
+    x.norm(dim=1).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [[0.6, 0.8], [0.0, 0.0]], rtol=1e-6)
 
 

@@ -66,8 +66,8 @@ def test_avg_pool2d_ceil_mode_parity_and_gradcheck(case, count_include_pad):
     torch = pytest.importorskip("torch")
     shape, kernel, stride, padding, _ = case
     x = np.random.default_rng(1).standard_normal(shape)
-    fn = lambda t: F.avg_pool2d(t, kernel, stride, padding, count_include_pad,  # noqa: E731
-                                ceil_mode=True)
+    fn = lambda t: F.avg_pool2d(t, kernel, stride, padding, True,  # noqa: E731
+                                count_include_pad)
     compare_with_torch(
         torch, fn,
         lambda t: torch.nn.functional.avg_pool2d(t, kernel, stride, padding, ceil_mode=True,

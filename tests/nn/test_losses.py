@@ -135,11 +135,11 @@ def test_mse_loss_broadcasting(torch, shapes, reduction):
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")          # both warn when shapes broadcast
-        compare_with_torch(torch, lambda x, y: F.mse_loss(x, y, reduction),
+        compare_with_torch(torch, lambda x, y: F.mse_loss(x, y, reduction=reduction),
                            lambda x, y: torch.nn.functional.mse_loss(x, y,
                                                                      reduction=reduction),
                            [a, b], rtol=1e-12, atol=1e-14)
-        assert check_gradients(lambda x, y: F.mse_loss(x, y, reduction), [a, b])
+        assert check_gradients(lambda x, y: F.mse_loss(x, y, reduction=reduction), [a, b])
 
 
 def test_mse_loss_warns_when_shapes_broadcast():
@@ -173,7 +173,7 @@ def test_bce_with_logits_parity(torch, reduction, with_pos_weight, device):
 
     def ours(a, b):
         weight = None if pw is None else minigrad.tensor(pw, device=device)
-        return F.binary_cross_entropy_with_logits(a, b, reduction, weight)
+        return F.binary_cross_entropy_with_logits(a, b, reduction=reduction, pos_weight=weight)
 
     def theirs(a, b):      # PyTorch gives no gradient for pos_weight
         weight = None if pw is None else torch.tensor(pw)
@@ -189,7 +189,7 @@ def test_bce_with_logits_gradcheck_at_40(with_pos_weight):
     y = np.array([[1.0, 0.0, 0.4], [0.2, 0.9, 1.0]])
     arrays = [x, y] + ([np.array([0.5, 2.0, 1.5])] if with_pos_weight else [])
     assert check_gradients(lambda *a: F.binary_cross_entropy_with_logits(
-        a[0], a[1], "sum", a[2] if len(a) > 2 else None), arrays)
+        a[0], a[1], reduction="sum", pos_weight=a[2] if len(a) > 2 else None), arrays)
 
 
 def test_bce_with_logits_finite_and_exact_at_extremes():

@@ -97,11 +97,15 @@ def test_weight_errors():
         F.cross_entropy(logits, [0, 1], weight=[1.0, 2.0])
     with pytest.raises(ValueError, match="weight of shape"):
         F.nll_loss(logits, [0, 1], weight=np.ones((3, 1)))
-    # PyTorch's third positional argument is the weight; here it is ignore_index
-    with pytest.raises(TypeError, match="ignore_index must be an int.*weight="):
-        F.cross_entropy(logits, [0, 1], np.ones(3))
-    with pytest.raises(TypeError, match="ignore_index must be an int.*weight="):
-        nn.NLLLoss(minigrad.tensor(np.ones(3)))
+    # PyTorch's third positional argument is the weight, here too
+    w = np.array([1.0, 2.0, 3.0])
+    assert F.cross_entropy(logits, [0, 1], w).item() == \
+        F.cross_entropy(logits, [0, 1], weight=w).item()
+    assert nn.NLLLoss(minigrad.tensor(w)).weight.numpy().tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(TypeError, match="ignore_index must be an int"):
+        F.nll_loss(logits, [0, 1], None, None, 1.5)
+    with pytest.raises(TypeError, match="size_average and reduce are deprecated"):
+        F.cross_entropy(logits, [0, 1], None, True)
     with pytest.raises(RuntimeError, match="no gradient"):
         F.cross_entropy(logits, [0, 1], weight=minigrad.tensor(np.ones(3),
                                                                requires_grad=True))
@@ -175,7 +179,7 @@ def test_binary_cross_entropy_parity(torch, reduction, device):
     compare_with_torch(
         torch,
         lambda a, b: F.binary_cross_entropy(a, b, minigrad.tensor(w, device=device),
-                                            reduction),
+                                            reduction=reduction),
         lambda a, b: torch.nn.functional.binary_cross_entropy(a, b, torch.tensor(w),
                                                               reduction=reduction),
         [p, y], device=device, rtol=1e-12, atol=1e-14)
@@ -214,13 +218,13 @@ def test_bce_with_logits_weight_parity(torch, reduction, device):
     compare_with_torch(
         torch,
         lambda a, b: F.binary_cross_entropy_with_logits(
-            a, b, reduction, minigrad.tensor(pos, device=device),
-            weight=minigrad.tensor(w, device=device)),
+            a, b, minigrad.tensor(w, device=device), reduction=reduction,
+            pos_weight=minigrad.tensor(pos, device=device)),
         lambda a, b: torch.nn.functional.binary_cross_entropy_with_logits(
             a, b, weight=torch.tensor(w), reduction=reduction, pos_weight=torch.tensor(pos)),
         [x, y], device=device, rtol=1e-12, atol=1e-14)
     assert check_gradients(lambda a, b, p: F.binary_cross_entropy_with_logits(
-        a, b, reduction, p, weight=w), [x, y, pos])
+        a, b, w, reduction=reduction, pos_weight=p), [x, y, pos])
     layer = nn.BCEWithLogitsLoss(weight=minigrad.tensor(w))
     ref = torch.nn.BCEWithLogitsLoss(weight=torch.tensor(w))
     np.testing.assert_allclose(layer(minigrad.tensor(x), minigrad.tensor(y)).item(),
@@ -228,11 +232,13 @@ def test_bce_with_logits_weight_parity(torch, reduction, device):
 
 
 def test_probability_targets_get_an_error_that_names_them():
-    """PyTorch accepts class probabilities of the input's shape; minigrad takes
-    class indices and says so, instead of asking for shape (N,) as if the
-    shapes merely disagreed."""
+    """cross_entropy accepts class probabilities of the input's shape, as
+    PyTorch; nll_loss takes class indices and says so, instead of asking for
+    shape (N,) as if the shapes merely disagreed."""
     logits = minigrad.tensor(np.zeros((4, 3)))
+    uniform = minigrad.tensor(np.full((4, 3), 1 / 3))
+    assert F.cross_entropy(logits, uniform).item() == pytest.approx(np.log(3))
     with pytest.raises(ValueError, match="class probabilities.*shape \\(4,\\)"):
-        F.cross_entropy(logits, minigrad.tensor(np.full((4, 3), 1 / 3)))
+        F.nll_loss(logits, uniform)
     with pytest.raises(ValueError, match="expected target shape \\(4,\\)"):
         F.cross_entropy(logits, minigrad.tensor(np.zeros((4, 3), dtype=np.int64)))

@@ -47,7 +47,7 @@ def test_avg_pool2d_gradcheck(case, count_include_pad):
     shape, kernel, stride, padding = case
     x = np.random.default_rng(0).standard_normal(shape)
     assert check_gradients(
-        lambda x: F.avg_pool2d(x, kernel, stride, padding, count_include_pad), [x])
+        lambda x: F.avg_pool2d(x, kernel, stride, padding, False, count_include_pad), [x])
 
 
 def test_pool_gradcheck_on_device(device):
@@ -76,7 +76,7 @@ def test_avg_pool2d_matches_pytorch(torch, device, kernel, stride, padding,
                                     count_include_pad):
     x = np.random.default_rng(0).standard_normal((2, 3, 7, 6))
     compare_with_torch(
-        torch, lambda t: nn.AvgPool2d(kernel, stride, padding, count_include_pad)(t),
+        torch, lambda t: nn.AvgPool2d(kernel, stride, padding, False, count_include_pad)(t),
         lambda t: torch.nn.AvgPool2d(kernel, stride, padding,
                                      count_include_pad=count_include_pad)(t),
         [x], device=device, rtol=1e-12)

@@ -61,7 +61,7 @@ def test_buffer_holds_the_window_in_its_dtype_and_grad_is_moved_out():
     acc.backward(ce_loss(model, x, y), num_items=4)
     assert all(p.grad is None for p in model.parameters())
     assert {a.dtype for a in acc.buffer.sums.values()} == {np.dtype(np.float16)}
-    n_params = sum(p.size for p in model.parameters())
+    n_params = sum(p.numel() for p in model.parameters())
     assert acc.buffer.nbytes == 2 * 2 * n_params           # sums + compensations, 2 bytes each
 
 
