@@ -176,7 +176,7 @@ def finetune(*, micro_batch=1, accumulation_steps=16, updates=30, lr=None, lora_
               "val_loss_after": evaluate_pairs(model, val, device=device),
               "sample_before": before["sample"],
               "sample_after": complete(model, tokenizer, prompt), "prompt": prompt,
-              "trainable_parameters": sum(p.size for p in model.parameters()
+              "trainable_parameters": sum(p.numel() for p in model.parameters()
                                           if p.requires_grad),
               "parameters": model.num_parameters(), "seconds": time.perf_counter() - start}
     if compare_micro_batch:

@@ -167,7 +167,7 @@ class GPT(Module):
 
     def num_parameters(self) -> int:
         """The number of trainable numbers (the tied matrix counted once)."""
-        return sum(p.size for p in self.parameters())
+        return sum(p.numel() for p in self.parameters())
 
 
 def lm_loss(logits, targets, ignore_index=-100):
