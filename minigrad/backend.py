@@ -151,7 +151,10 @@ def count_as(count, array):
     scalar makes NumPy and CuPy divide in float32 and round the quotient once.
     For float32 arrays nothing changes (a float32 division, bit for bit).
     """
-    return (np.float64 if array.dtype == np.float64 else np.float32)(count)
+    dtype = np.float64 if array.dtype == np.float64 else np.float32
+    if is_cupy_array(count):                # a count computed on the GPU stays there
+        return count.astype(dtype)
+    return dtype(count)
 
 
 def scatter_add(target, indices, values) -> None:

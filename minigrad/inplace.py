@@ -24,7 +24,9 @@ The three cases (PyTorch's rules):
    Because the target gets a new array, a target that is a view of other
    memory (a slice, reshape or transpose) is refused with RuntimeError:
    the tensor it views would keep the old values (PyTorch tracks views and
-   updates the base; minigrad does not track views).
+   updates the base; minigrad does not track views).  So is a target that
+   *has* a live view (or a ``detach()``ed alias): the view would keep the
+   old values (:func:`minigrad.versions.live_aliases`).
 
 The result keeps the target's shape, dtype and device.  The other operand is
 broadcast to the target's shape (RuntimeError when the broadcast shape
@@ -70,6 +72,15 @@ def _tensor_type():
     """The Tensor class: tensor.py imports this module and registers the class
     with autograd (:func:`minigrad.autograd._register_tensor_type`)."""
     return autograd._Tensor
+
+
+def _has_views_error(name, target):
+    return RuntimeError(f"{name}: a view of this tensor of shape {list(target.shape)} exists "
+                        "(made by indexing, reshape, transpose or detach()); recorded in the "
+                        "graph, the operation gives the tensor a new array and the view "
+                        "would keep the old values (PyTorch updates views; minigrad does "
+                        "not track them). Make the views after the write, or write into "
+                        "a clone: t = t.clone()")
 
 
 def _leaf_error(name):
@@ -159,6 +170,8 @@ def apply(name, target, function, *operands, alpha=1):
         return target
     if getattr(target._data, "base", None) is not None:
         raise _view_error(name, target)
+    if versions.live_aliases(target):
+        raise _has_views_error(name, target)
     # Record the operation.  The old value becomes a new tensor that takes
     # over the target's place in the graph; the target becomes the output.
     old = Tensor(target._data)

@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from . import autograd, backend, inplace
+from . import autograd, backend, inplace, versions
 from .dtypes import get_default_dtype, set_default_dtype  # noqa: F401 (re-exported)
 from .functions import elementwise as E
 from .functions import linalg as L
@@ -121,6 +121,8 @@ class Tensor:
             # A NumPy scalar (what a full reduction returns) keeps its dtype.
             data = np.asarray(data) if isinstance(data, np.generic) else _to_array(data)
         self._data = data
+        if data.base is not None:           # a view: see versions.live_aliases
+            versions.register_alias(self)
         self._grad = None
         self._creator = None
         self._output_index = 0
@@ -233,7 +235,10 @@ class Tensor:
 
     def detach(self) -> "Tensor":
         """A new leaf sharing this tensor's data, with no graph and no grad."""
-        return Tensor(self._data)
+        alias = Tensor(self._data)
+        if self._creator is not None:       # an interior tensor may be re-recorded in place
+            versions.register_alias(alias)
+        return alias
 
     def zero_grad(self) -> None:
         self._grad = None
@@ -466,12 +471,13 @@ class Tensor:
 
     def amax(self, dim=(), keepdim=False):
         """The maximum over ``dim`` (an int or a tuple; () or None: all), values
-        only; tied maxima share the gradient evenly (``torch.amax``)."""
-        return R.Max(None if dim == () else dim, keepdim)(self)
+        only; tied maxima share the gradient evenly (``torch.amax``: its
+        backward multiplies by the mask, see :class:`~minigrad.functions.reduction.AMax`)."""
+        return R.AMax(None if dim == () else dim, keepdim)(self)
 
     def amin(self, dim=(), keepdim=False):
         """The minimum over ``dim``; see :meth:`amax`."""
-        return R.Min(None if dim == () else dim, keepdim)(self)
+        return R.AMin(None if dim == () else dim, keepdim)(self)
 
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
             keepdims=None, ddof=None, dtype=None, out=None):

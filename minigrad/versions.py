@@ -88,3 +88,31 @@ def check_saved_arrays(fn) -> None:
                                f"an array of shape {list(a.shape)} and dtype {a.dtype} it "
                                f"saved for {type(fn).__name__}; compute with a copy, or "
                                "change the tensor in place only after backward")
+
+
+# ------------------------------------------------------------------ aliases
+# Tensors whose array shares another array's memory: views made by indexing,
+# reshape, transpose... (their array has a ``base``) and ``detach()``.  A
+# recorded in-place write gives its target a new array; an alias would keep
+# the old values, so :func:`minigrad.inplace.apply` refuses the write while
+# one is alive.
+_aliases = {}               # id(root array) -> [weak references to Tensors]
+_alias_prune_at = 1024
+
+
+def register_alias(tensor) -> None:
+    """Note that ``tensor``'s array shares the memory of the array it views."""
+    global _alias_prune_at
+    _aliases.setdefault(id(_root(tensor._data)), []).append(weakref.ref(tensor))
+    if len(_aliases) > _alias_prune_at:
+        for key in [k for k, refs in _aliases.items() if all(r() is None for r in refs)]:
+            del _aliases[key]
+        _alias_prune_at = max(1024, 2 * len(_aliases))
+
+
+def live_aliases(tensor) -> list:
+    """The other live Tensors whose arrays share ``tensor``'s memory."""
+    root = _root(tensor._data)
+    refs = _aliases.get(id(root), ())
+    found = [r() for r in refs]
+    return [t for t in found if t is not None and t is not tensor and _root(t._data) is root]

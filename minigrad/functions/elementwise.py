@@ -31,7 +31,11 @@ class _Binary(Function):
 
     name = "binary op"
 
+    floating = False     # True division: each integer operand becomes float first
+
     def forward(self, a, b):
+        if self.floating:     # uint8 / int8(-4): -0.75, not 3 / 252 (PyTorch's rule)
+            a, b = to_floating(a), to_floating(b)
         a, b = _promote(a, b)
         self.a_shape, self.b_shape = a.shape, b.shape
         try:
@@ -73,7 +77,9 @@ class Mul(_Binary):
     name = "mul"
 
     def compute(self, a, b):
-        self.a, self.b = a, b
+        needs = self.needs_input_grad or (False, False)
+        self.a = a if needs[1] else None    # a is read only for b's gradient (g·a),
+        self.b = b if needs[0] else None    # b only for a's: nothing else is kept
         return a * b
 
     def backward(self, g):
@@ -86,10 +92,13 @@ class Mul(_Binary):
 
 class Div(_Binary):
     name = "div"
+    floating = True
 
     def compute(self, a, b):
         a, b = to_floating(a), to_floating(b)    # int / int is the default float dtype
-        self.a, self.b = a, b
+        needs = self.needs_input_grad or (False, False)
+        self.a = a if needs[1] else None    # a only for b's gradient, -g·a/b²
+        self.b = b if any(needs) else None
         return a / b
 
     def backward(self, g):
@@ -281,18 +290,17 @@ def select_where_nonzero(a, g):
 
 
 class Abs(Function):
-    """|a|; the gradient is sign(a), 0 at a = 0 (the subgradient PyTorch picks).
-
-    At 0 the gradient is blocked: 0 even for an inf or nan upstream gradient
-    (PyTorch multiplies, giving nan there).
-    """
+    """|a|; the gradient is g · sign(a), 0 at a = 0 (the subgradient PyTorch
+    picks).  It multiplies, as PyTorch's ``abs`` does: an inf or nan upstream
+    gradient at a = 0 gives nan there (0 · inf)."""
 
     def forward(self, a):
         self.a = a
         return get_array_module(a).abs(a)
 
     def backward(self, g):
-        return select(self.a != 0, g) * get_array_module(g).sign(self.a)
+        with np.errstate(invalid="ignore"):
+            return g * get_array_module(g).sign(self.a)
 
 
 class Tanh(Function):

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import backend
 from ..autograd import Function, unbroadcast
-from ..backend import get_array_module
+from ..backend import count_as, get_array_module
 from .elementwise import blocked_to_zero, stable_sigmoid
 from .softmax import log_softmax_array
 
@@ -182,7 +182,7 @@ class CrossEntropy(Function):
         xp = get_array_module(g)
         eps = self.label_smoothing
         if self.all_kept:                 # the same weight for every row ("mean"/"sum")
-            weight = g / self.count if self.reduction == "mean" else g
+            weight = g / count_as(self.count, g) if self.reduction == "mean" else g
             weight = weight.astype(self.logp.dtype, copy=False)
         else:
             weight = _kept_weights(g, self.reduction, self.keep, self.count)
@@ -297,6 +297,13 @@ def _check_class_weight(weight, num_classes, scores, name):
     return weight.astype(scores.dtype, copy=False)
 
 
+def _wide_sum(loss):
+    """``loss.sum()``, in float32 for float16 losses (70,000 positions of ~1.1
+    overflow float16's 65,504), as PyTorch sums them."""
+    wide = np.float32 if loss.dtype.kind == "f" and loss.dtype.itemsize < 4 else None
+    return loss.sum(dtype=wide)
+
+
 def _kept_total(keep, safe_t, w):
     """The "mean" divisor: the number of kept positions, or Σ w[y_i] over them."""
     if w is None:
@@ -312,10 +319,11 @@ def _reduce_kept(loss, reduction, count, target_shape, dtype):
         return loss.reshape(target_shape)
     if reduction == "sum":
         return loss.sum()
+    total = _wide_sum(loss)                       # float16: summed in float32
     if get_array_module(loss) is not np or count:    # no 0/0 warning to silence
-        return (loss.sum() / count).astype(dtype)
+        return (total / count_as(count, total)).astype(dtype)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (loss.sum() / count).astype(dtype)
+        return (total / count_as(count, total)).astype(dtype)
 
 
 def _kept_weights(g, reduction, keep, count, all_kept=False):
@@ -330,7 +338,7 @@ def _kept_weights(g, reduction, keep, count, all_kept=False):
     if all_kept:                      # nothing to block: the plain formulas
         if reduction == "none":
             return g.reshape(-1)
-        return g if reduction == "sum" else g / count.astype(g.dtype)
+        return g if reduction == "sum" else g / count_as(count, g)
     xp = get_array_module(g)
     zero = xp.zeros((), dtype=g.dtype)
     if reduction == "none":
@@ -338,7 +346,7 @@ def _kept_weights(g, reduction, keep, count, all_kept=False):
     if reduction == "sum":
         return xp.where(keep, g, zero)
     with np.errstate(invalid="ignore", divide="ignore"):
-        share = g / xp.asarray(count, dtype=g.dtype)
+        share = g / count_as(count, g)
     return xp.where(keep, share, zero)
 
 
@@ -349,7 +357,8 @@ def reduce_loss(loss, reduction):
     if reduction == "sum":
         return loss.sum()
     with np.errstate(invalid="ignore", divide="ignore"):    # no elements: 0/0 = nan
-        return loss.sum() / loss.size
+        total = _wide_sum(loss)                             # float16: in float32
+        return (total / count_as(loss.size, total)).astype(loss.dtype, copy=False)
 
 
 def expand_reduced_grad(g, shape, reduction, dtype):
@@ -361,7 +370,7 @@ def expand_reduced_grad(g, shape, reduction, dtype):
     for s in shape:
         size *= s
     with np.errstate(invalid="ignore", divide="ignore"):    # size 0: nothing receives it
-        scale = g if reduction == "sum" else g / size
+        scale = g if reduction == "sum" else g / count_as(size, g)
     return xp.broadcast_to(xp.asarray(scale, dtype=dtype), shape)
 
 

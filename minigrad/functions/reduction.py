@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function
-from ..backend import get_array_module
+from ..backend import count_as, get_array_module
 from ..dtypes import to_floating
 from .elementwise import blocked_to_zero
 
@@ -73,9 +73,10 @@ class Mean(Function):
         a = to_floating(a)          # the mean of integers is the default float dtype
         self.in_shape = a.shape
         self.axes = normalize_axis(self.axis, a.ndim, "mean")
-        self.count = 1
+        count = 1
         for ax in self.axes:
-            self.count *= a.shape[ax]
+            count *= a.shape[ax]
+        self.count = count_as(count, a)      # float16: 70,000 entries would make it inf
         xp = get_array_module(a)
         # Over an empty axis the mean is 0/0 = nan, as in NumPy and PyTorch
         # (without NumPy's "Mean of empty slice" warning).
@@ -137,6 +138,26 @@ class Min(Max):
     reduce = "min"
 
 
+class AMax(Max):
+    """``amax``: the same values; PyTorch's ``amax`` backward multiplies by the
+    mask, g / count · (a == max), so an inf or nan upstream gradient gives nan
+    at the other entries (0 · inf), and a row whose maximum is nan gets nan
+    everywhere (no entry equals nan: 0 / 0).  ``max()`` blocks instead."""
+
+    def backward(self, g):
+        g = _expand(g, self.a.shape, self.axes, self.keepdims)
+        mask = self.a == self.out
+        count = mask.sum(axis=self.axes, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return g / count.astype(g.dtype, copy=False) * mask
+
+
+class AMin(AMax):
+    """``amin``; see :class:`AMax`."""
+
+    reduce = "min"
+
+
 class Var(Function):
     """Variance over axes: Σ(a_i - mean)² / max(0, n - correction), with
     ``correction`` 1 (Bessel's, unbiased: PyTorch's default) or 0 (biased).
@@ -148,8 +169,9 @@ class Var(Function):
         self.axis, self.keepdims, self.correction = axis, keepdims, correction
 
     def forward(self, a):
-        xp = get_array_module(a)
         a = to_floating(a)
+        dtype = a.dtype
+        a = a.astype(count_as(0, a).dtype, copy=False)   # float16: computed in float32
         self.axes = normalize_axis(self.axis, a.ndim, "var")
         self.in_shape = a.shape
         n = 1
@@ -160,8 +182,9 @@ class Var(Function):
             mean = a.sum(axis=self.axes, keepdims=True) / n
         self.centered = a - mean
         with np.errstate(divide="ignore", invalid="ignore"):
-            return (self.centered * self.centered).sum(
+            var = (self.centered * self.centered).sum(
                 axis=self.axes, keepdims=self.keepdims) / self.denominator
+        return var.astype(dtype, copy=False)
 
     def backward(self, g):
         g = _expand(g, self.in_shape, self.axes, self.keepdims)

@@ -53,7 +53,7 @@ def check_backward(acc, loss, num_items):
     name = "GradientAccumulator.backward"
     if not isinstance(loss, Tensor):
         raise TypeError(f"{name}: loss must be a Tensor, got {type(loss).__name__}")
-    if loss.size != 1:
+    if loss.numel() != 1:
         raise ValueError(f"{name}: loss must be a scalar (the micro-batch's mean loss), got "
                          f"shape {loss.shape}; reduce it with .mean() or reduction='mean'")
     if not loss.requires_grad:
@@ -102,7 +102,7 @@ def num_items_weight(num_items):
     if num_items is None:
         return 1
     if isinstance(num_items, Tensor):
-        if num_items.size != 1:
+        if num_items.numel() != 1:
             raise ValueError(f"{name}: num_items must be one number, got a tensor of "
                              f"shape {num_items.shape}")
         num_items = num_items.item()

@@ -72,16 +72,25 @@ def test_blocked_gradient_on_device(case, device):
     np.testing.assert_array_equal(_grad(mg_fn, x, up, device), cpu)
 
 
-def test_amax_over_an_axis_blocks_non_maxima():
-    # PyTorch's amax multiplies by the mask: [[nan, inf, inf]]; minigrad selects.
-    g = _grad(lambda t: t.amax(dim=1), [[1.0, 3.0, 3.0]], [INF])
-    np.testing.assert_array_equal(g, [[0.0, INF, INF]])
+def test_amax_multiplies_by_its_mask_as_pytorch(torch):
+    # amax's backward is g / count * (a == max), PyTorch's: 0 * inf = nan at the
+    # other entries; max() (below) blocks instead, as PyTorch's max() does
+    for rows, up in (([[1.0, 3.0, 3.0]], [INF]), ([[1.0, NAN, 2.0]], [1.0])):
+        g = _grad(lambda t: t.amax(dim=1), rows, up)
+        x = torch.tensor(rows, dtype=torch.float64, requires_grad=True)
+        x.amax(dim=1).backward(torch.tensor(up, dtype=torch.float64))
+        np.testing.assert_array_equal(g, x.grad.numpy())
+    np.testing.assert_array_equal(_grad(lambda t: t.max(), [1.0, 3.0, 3.0], INF),
+                                  [0.0, INF, INF])
 
 
-def test_abs_at_zero_blocks():
-    # PyTorch gives nan at 0 (it multiplies by sign(0) = 0); the subgradient is 0.
+def test_abs_multiplies_by_the_sign_as_pytorch(torch):
+    # the subgradient at 0 is 0, and 0 * inf = nan there, as in PyTorch
+    x = torch.tensor([0.0, -2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    x.abs().backward(torch.tensor([INF, INF, NAN], dtype=torch.float64))
     np.testing.assert_array_equal(_grad(lambda t: t.abs(), [0.0, -2.0, 3.0], [INF, INF, NAN]),
-                                  [0.0, -INF, NAN])
+                                  x.grad.numpy())
+    np.testing.assert_array_equal(_grad(lambda t: t.abs(), [0.0, -2.0], [1.0, 1.0]), [0.0, -1.0])
 
 
 def test_dropout_dropped_entries_get_zero():
@@ -133,13 +142,12 @@ def test_sqrt_of_relu_through_the_accumulator_updates():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("upstream", [[2.0, 3.0, 4.0, 5.0], [INF, -INF, NAN, 5.0]],
                          ids=["finite", "inf-nan"])
-@pytest.mark.parametrize("op", ["relu", "clip", "abs"])
+@pytest.mark.parametrize("op", ["relu", "clip"])
 def test_select_keeps_dtype_and_warns_not(op, upstream, dtype, device):
     """Both ways of selecting (a multiply for a finite gradient on the CPU, a
     where otherwise): blocked entries exactly 0, passed ones unchanged, the
     gradient's dtype kept, and no floating-point warning."""
-    fn = {"relu": lambda t: t.relu(), "clip": lambda t: t.clip(-1.0, 1.0),
-          "abs": lambda t: t.abs()}[op]
+    fn = {"relu": lambda t: t.relu(), "clip": lambda t: t.clip(-1.0, 1.0)}[op]
     x = minigrad.tensor(np.array([-2.0, 0.0, 0.5, 3.0], dtype=dtype), device=device,
                         requires_grad=True)
     with warnings.catch_warnings():
@@ -147,9 +155,8 @@ def test_select_keeps_dtype_and_warns_not(op, upstream, dtype, device):
         fn(x).backward(minigrad.tensor(np.array(upstream, dtype=dtype), device=device))
     grad = x.grad.numpy()
     assert grad.dtype == dtype
-    passes = {"relu": [False, False, True, True], "clip": [False, True, True, False],
-              "abs": [True, False, True, True]}[op]
-    factor = {"relu": [1, 1, 1, 1], "clip": [1, 1, 1, 1], "abs": [-1, 0, 1, 1]}[op]
+    passes = {"relu": [False, False, True, True], "clip": [False, True, True, False]}[op]
+    factor = [1, 1, 1, 1]
     with np.errstate(invalid="ignore"):        # -inf * 0 where the mask blocks anyway
         expected = np.where(passes, np.array(upstream, dtype=dtype) * factor, 0)
     np.testing.assert_array_equal(grad, expected.astype(dtype))
