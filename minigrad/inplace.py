@@ -241,14 +241,18 @@ class _SetItem(autograd.Function):
         from .functions.shape import normalize_index  # noqa: PLC0415
         xp = backend.get_array_module(a)
         self.index = normalize_index(self.index, xp)
+        if xp is not np:                        # CuPy wraps out-of-bounds indices
+            backend.check_index_bounds(self.index, a.shape)
         self.value_shape = value.shape
         out = a.copy()
         try:
             out[self.index] = value
-        except (IndexError, ValueError) as e:
-            raise type(e)(f"__setitem__: cannot assign a value of shape "
-                          f"{tuple(value.shape)} to index {self.index!r} of a tensor of "
-                          f"shape {tuple(a.shape)}: {e}") from None
+        except (IndexError, ValueError, TypeError) as e:
+            kind = IndexError if isinstance(e, IndexError) else ValueError
+            raise kind(f"__setitem__: cannot assign a value of shape {tuple(value.shape)} to "
+                       f"index {self.index!r} of a tensor of shape {tuple(a.shape)}: the value "
+                       f"must broadcast to the selected shape {_selected_shape(a, self.index)} "
+                       f"({e})") from None
         return out
 
     def backward(self, g):
@@ -257,8 +261,19 @@ class _SetItem(autograd.Function):
             ga = g.copy()
             ga[self.index] = 0
         if self.needs_input_grad[1]:
-            gv = autograd.unbroadcast(g[self.index], self.value_shape)
+            gi = g[self.index]
+            extra = len(self.value_shape) - gi.ndim    # leading 1s that the write dropped
+            if extra > 0:
+                gi = gi.reshape((1,) * extra + gi.shape)
+            gv = autograd.unbroadcast(gi, self.value_shape)
         return ga, gv
+
+
+def _selected_shape(a, index):
+    try:
+        return tuple(a[index].shape)
+    except (IndexError, ValueError, TypeError):
+        return "(none: the index itself is invalid)"
 
 
 def setitem(target, index, value):

@@ -301,6 +301,7 @@ class Tensor:
         if device is not None and backend.normalize_device(device) != self.device:
             out = ToDevice(backend.normalize_device(device))(out)
         if dtype is not None and np.dtype(dtype) != out.dtype:
+            _check_numeric_dtype(dtype)
             if not _is_floating(dtype):
                 return Tensor(out._data.astype(dtype))
             out = AsType(np.dtype(dtype))(out)
@@ -982,6 +983,13 @@ def _attention():
     """minigrad.functions.attention (imported on first use: it builds on Tensor)."""
     from .functions import attention  # noqa: PLC0415
     return attention
+
+
+def _check_numeric_dtype(dtype) -> None:
+    """TypeError for a dtype a tensor cannot hold (object, strings, dates, records)."""
+    if np.dtype(dtype).kind not in "biuf" and np.dtype(dtype).name != "bfloat16":
+        raise TypeError(f"to: a tensor holds booleans, integers or floats; got dtype "
+                        f"{np.dtype(dtype)} (kind {np.dtype(dtype).kind!r})")
 
 
 def _check_grad(tensor, grad) -> None:

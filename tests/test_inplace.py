@@ -404,3 +404,73 @@ def test_an_optimizer_step_counts_as_an_in_place_change(torch):
     torch.optim.SGD([tw], lr=0.5).step()
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         ty.backward()
+
+
+def test_assignment_with_dropped_leading_ones_gets_the_value_its_gradient(torch):
+    # x[0:2] = v with v of shape (1, 2, 3): the write drops v's leading 1
+    w = minigrad.tensor(np.zeros((3, 3)), requires_grad=True)
+    v = minigrad.tensor(np.arange(6.0).reshape(1, 2, 3), requires_grad=True)
+    x = w * 1
+    x[0:2] = v
+    (x * x).sum().backward()
+    tw = torch.zeros((3, 3), dtype=torch.float64, requires_grad=True)
+    tv = torch.arange(6.0, dtype=torch.float64).reshape(1, 2, 3).requires_grad_()
+    tx = tw * 1
+    tx[0:2] = tv
+    (tx * tx).sum().backward()
+    np.testing.assert_array_equal(v.grad.numpy(), tv.grad.numpy())
+    np.testing.assert_array_equal(w.grad.numpy(), tw.grad.numpy())
+
+
+def test_a_mask_assignment_of_the_wrong_shape_names_the_shapes():
+    x = minigrad.tensor(np.zeros((3, 3)), requires_grad=True) * 1
+    mask = minigrad.tensor(np.array([[True, False, True]] * 3))
+    with pytest.raises(ValueError, match=r"(?s)value of shape \(1, 2\).*selected shape \(6,\)"):
+        x[mask] = minigrad.ones((1, 2))
+
+
+def test_a_recorded_write_into_a_tensor_with_a_live_view_is_refused():
+    w = minigrad.tensor([0.0, 1.0, 2.0], requires_grad=True)
+    for make_alias in (lambda a: a[0:2], lambda a: a.reshape(3, 1), lambda a: a.detach()):
+        a = w * 1
+        alias = make_alias(a)
+        with pytest.raises(RuntimeError, match="a view of this tensor"):
+            a += 10
+        np.testing.assert_array_equal(alias.numpy().ravel()[:2], [0.0, 1.0])
+        del alias
+        a += 10                                  # no view left: recorded as usual
+        np.testing.assert_array_equal(a.numpy(), [10.0, 11.0, 12.0])
+    with minigrad.no_grad():                     # not recorded: the memory itself changes
+        a = w * 1
+        view = a[0:2]
+        a += 10
+        np.testing.assert_array_equal(view.numpy(), [10.0, 11.0])
+
+
+def test_mul_and_div_keep_only_what_backward_reads():
+    # y = (w * x).sum() needs x for w's gradient, not w: changing w is harmless
+    w = minigrad.tensor([1.0, 2.0], requires_grad=True)
+    x = minigrad.tensor([3.0, 4.0])
+    y = (w * x).sum()
+    z = (w / x).sum()
+    with minigrad.no_grad():
+        w += 1
+    y.backward()
+    z.backward()
+    np.testing.assert_allclose(w.grad.numpy(), [3.0 + 1 / 3, 4.0 + 1 / 4])
+    y2 = (x / w).sum()                           # d/dw = -x / w²: x and w are read
+    with minigrad.no_grad():
+        x += 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y2.backward()
+
+
+@pytest.mark.parametrize("dtype", [object, str, "datetime64[s]"])
+def test_to_refuses_dtypes_a_tensor_cannot_hold(dtype):
+    with pytest.raises(TypeError, match="booleans, integers or floats"):
+        minigrad.ones(2).to(dtype=dtype)
+
+
+def test_clamp_in_place_needs_a_bound():
+    with pytest.raises(ValueError, match="at least one of min and max"):
+        minigrad.ones(2).clamp_(None, None)

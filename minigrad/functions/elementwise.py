@@ -448,6 +448,9 @@ class Clip(Function):
     low <= a <= high, as in PyTorch's ``clamp``."""
 
     def __init__(self, low, high):
+        if low is None and high is None:
+            raise ValueError("clamp: at least one of min and max must be given, got "
+                             "min=None and max=None")
         self.low, self.high = low, high
 
     def forward(self, a):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function, unbroadcast
-from ..backend import asnumpy, get_array_module, scatter_add
+from ..backend import asnumpy, check_index_bounds, get_array_module, scatter_add
 from ..dtypes import result_type
 from .reduction import normalize_axis
 
@@ -288,6 +288,8 @@ class GetItem(Function):
         self.in_shape, self.dtype = a.shape, a.dtype
         try:
             self.index = normalize_index(self.index, xp)
+            if xp is not np:                    # CuPy wraps out-of-bounds indices
+                check_index_bounds(self.index, a.shape)
             return a[self.index]
         except IndexError as e:
             raise IndexError(f"index {self.index!r} is invalid for a tensor of shape "

@@ -261,3 +261,38 @@ def test_errors_name_what_was_wrong():
         x.topk(4)
     with pytest.raises(ValueError, match="expand: cannot|broadcast_to: cannot"):
         x.expand(3, 3)
+
+
+def test_true_division_makes_each_integer_operand_a_float_first(torch):
+    # uint8 [3] / int8 -4 (0-d): the common integer type would wrap -4 to 252
+    a, b = np.array([3], np.uint8), np.array(-4, np.int8)
+    ours = (minigrad.tensor(a) / minigrad.tensor(b)).numpy()
+    theirs = (torch.tensor(a) / torch.tensor(b)).numpy()
+    np.testing.assert_array_equal(ours, theirs)
+    assert ours.tolist() == [-0.75]
+
+
+@pytest.mark.parametrize("name", ["mean", "var", "mse", "cross_entropy", "bce"])
+def test_counts_beyond_float16_range_in_float16_reductions(name):
+    # 70,000 entries: the count (and a float16 sum) would be inf in float16
+    n = 70_000
+    x = minigrad.tensor(np.full(n, 0.5, np.float16), requires_grad=True)
+    if name == "mean":
+        out, value, grad = x.mean(), 0.5, 1 / n
+    elif name == "var":
+        out, value, grad = x.var(), 0.0, 0.0
+    elif name == "mse":
+        out = minigrad.nn.functional.mse_loss(x, minigrad.tensor(np.zeros(n, np.float16)))
+        value, grad = 0.25, 1 / n
+    elif name == "bce":
+        out = minigrad.nn.functional.binary_cross_entropy_with_logits(
+            x, minigrad.tensor(np.zeros(n, np.float16)))
+        value, grad = float(np.log1p(np.exp(0.5))), float(1 / (1 + np.exp(-0.5))) / n
+    else:
+        x = minigrad.tensor(np.zeros((n, 3), np.float16), requires_grad=True)
+        out = minigrad.nn.functional.cross_entropy(x, minigrad.tensor(np.zeros(n, np.int64)))
+        value, grad = float(np.log(3)), -2 / 3 / n
+    out.backward()
+    assert out.dtype == np.float16 and x.grad.dtype == np.float16
+    np.testing.assert_allclose(float(out.item()), value, rtol=2e-3, atol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy().ravel()[0], grad, rtol=2e-2, atol=1e-9)
