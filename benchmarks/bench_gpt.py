@@ -154,7 +154,7 @@ def memory_table():
     c = model.config
     _, train, _ = sft_pairs(tokenizer)
     full, micro = sft_windows(train, updates=1)[0]
-    loss_fn, grads = sft_loss("cpu"), sum(4 * p.size for p in model.parameters())
+    loss_fn, grads = sft_loss("cpu"), sum(4 * p.numel() for p in model.parameters())
     rows = []
     for checkpointing in (False, True):
         model.gradient_checkpointing = checkpointing

@@ -68,7 +68,12 @@ def _stamp(array) -> int:
 
 
 def _saved_arrays(fn):
-    """The arrays ``fn`` keeps for backward (attributes, and inside tuples/lists)."""
+    """The arrays ``fn`` keeps for backward (attributes, and inside tuples/lists);
+    a Function that keeps more than one backward reads names them in
+    ``arrays_read()`` (``Mul``: w * x with x constant never reads w)."""
+    if hasattr(fn, "arrays_read"):
+        yield from fn.arrays_read()
+        return
     for value in list(fn.__dict__.values()):
         for v in (value if isinstance(value, (tuple, list)) else (value,)):
             if hasattr(v, "dtype") and hasattr(v, "shape") and hasattr(v, "base"):

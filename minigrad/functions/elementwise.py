@@ -34,8 +34,8 @@ class _Binary(Function):
     floating = False     # True division: each integer operand becomes float first
 
     def forward(self, a, b):
-        if self.floating:     # uint8 / int8(-4): -0.75, not 3 / 252 (PyTorch's rule)
-            a, b = to_floating(a), to_floating(b)
+        if self.floating and a.dtype.kind in "biu" and b.dtype.kind in "biu":
+            a, b = to_floating(a), to_floating(b)   # uint8 / int8(-4) is -0.75, not 3/252
         a, b = _promote(a, b)
         self.a_shape, self.b_shape = a.shape, b.shape
         try:
@@ -77,10 +77,14 @@ class Mul(_Binary):
     name = "mul"
 
     def compute(self, a, b):
-        needs = self.needs_input_grad or (False, False)
-        self.a = a if needs[1] else None    # a is read only for b's gradient (g·a),
-        self.b = b if needs[0] else None    # b only for a's: nothing else is kept
+        self.a, self.b = a, b
         return a * b
+
+    def arrays_read(self):
+        """What backward reads (the in-place check looks only at these): b for
+        a's gradient, a for b's; w * x with x a constant never reads w."""
+        needs = self.needs_input_grad
+        return [v for v, need in ((self.b, needs[0]), (self.a, needs[1])) if need]
 
     def backward(self, g):
         # BEGIN SOLUTION ch01.2
@@ -96,10 +100,12 @@ class Div(_Binary):
 
     def compute(self, a, b):
         a, b = to_floating(a), to_floating(b)    # int / int is the default float dtype
-        needs = self.needs_input_grad or (False, False)
-        self.a = a if needs[1] else None    # a only for b's gradient, -g·a/b²
-        self.b = b if any(needs) else None
+        self.a, self.b = a, b
         return a / b
+
+    def arrays_read(self):
+        """What backward reads: b always, a only for b's gradient (-g·a/b²)."""
+        return [self.b, self.a] if self.needs_input_grad[1] else [self.b]
 
     def backward(self, g):
         # BEGIN SOLUTION ch01.3

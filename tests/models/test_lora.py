@@ -57,7 +57,7 @@ def test_apply_lora_trains_only_adapters_then_merges(float64, tmp_path):
     assert all(".lora_A." in n or ".lora_B." in n for n in names)
     C = TINY.n_embd
     per_layer = 2 * (C + 3 * C) + 2 * (C + C) + 2 * (4 * C + C)    # attn.c_attn, attn.c_proj, mlp.c_proj
-    assert sum(p.size for p in model.parameters() if p.requires_grad) == TINY.n_layer * per_layer
+    assert sum(p.numel() for p in model.parameters() if p.requires_grad) == TINY.n_layer * per_layer
     idx = np.random.default_rng(0).integers(0, TINY.vocab_size, (2, 7))
     opt = optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
     for _ in range(3):
