@@ -85,3 +85,28 @@ def check(path: Path, timeout: int = 120) -> list[str]:
     problems += [f"{path.name} cell {i}: fails before the first stub is called (cell {first})"
                  for i in sorted(errors) if i < first]
     return problems
+
+
+def main(argv=None) -> int:
+    """``python -m tools.notebook_stubs NOTEBOOK...``: check each blanked notebook."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tools.notebook_stubs",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    parser.add_argument("--timeout", type=int, default=120, help="seconds per cell")
+    args = parser.parse_args(argv)
+    problems = []
+    for path in args.notebooks:
+        found = check(path, args.timeout)
+        problems += found
+        print(f"{path}: " + ("stops only at its stubs" if not found else
+                             f"{len(found)} problem(s)"), flush=True)
+    for problem in problems:
+        print(f"  {problem}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main())
