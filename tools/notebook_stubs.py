@@ -58,14 +58,16 @@ def execute_blanked(path: Path, timeout: int = 120) -> tuple[dict, dict[int, tup
     return nb, errors
 
 
-def check(path: Path, timeout: int = 120) -> list[str]:
+def check(path: Path, timeout: int = 120, errors: dict | None = None) -> list[str]:
     """What is wrong with the blanked ``path``: [] when it fails exactly at the
     cell after each stub with that stub's "Your turn" NotImplementedError, and
-    anywhere else only with such an error (a later cell that calls a stub)."""
+    anywhere else only with such an error (a later cell that calls a stub).
+    ``errors``: the result of :func:`execute_blanked`, if already run."""
     path = Path(path)
     reference = json.loads(path.read_text(encoding="utf-8"))
     expected = expected_failures(reference, str(path))
-    _, errors = execute_blanked(path, timeout)
+    if errors is None:
+        _, errors = execute_blanked(path, timeout)
     problems = []
     for index, ident in sorted(expected.items()):
         got = errors.get(index)
