@@ -4,8 +4,9 @@ The copy holds every file of the reference that git tracks (or would track: new
 files not ignored), without the git history and without the answer keys
 (``chapters/answers/``).  In the selected chapters every solution region of the
 library becomes ``raise NotImplementedError("Exercise N.M — ...")`` and every
-notebook's "your turn" regions and ``answer`` cells are blanked (outputs
-cleared).  Exercises of the chapters before the selected ones keep their
+notebook's "your turn" regions (function bodies) become
+``raise NotImplementedError("Your turn nbNN.M: ...")`` and its ``answer``
+cells are blanked (outputs cleared).  Exercises of the chapters before the selected ones keep their
 reference code, so a teacher can hand out one part at a time on top of working
 earlier parts.
 
@@ -288,8 +289,10 @@ Work through the chapters in order: later material builds on earlier exercises
 (everything backpropagates through the chapter 1 functions), while the tests of
 a chapter never depend on a later one.
 
-The notebooks have "your turn" cells (`name = ...  # your turn`) and
-"*Your answer:*" cells for the written questions. They are not part of
+The notebooks have "your turn" cells, each a function for you to complete: its
+comment `# Your turn nb05.2: ...; expected ...` says what to write and what to
+return, and until you do, its body raises that message and the next cell, which
+calls it, stops there. "*Your answer:*" cells are for the written questions. They are not part of
 `make test` in this copy (they would fail until you fill them in); run them
 with `make jupyter` and check them with
 `.venv/bin/python -m pytest --nbval-lax --nbval-current-env notebooks/`.

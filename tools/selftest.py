@@ -17,13 +17,17 @@ For every exercise E of tools/exercises.py:
     tests are those it was generated from;
 (d) on a copy with every exercise after E blanked (a student who has done the
     exercises in order, up to E), every test of E passes: no test of E
-    depends on a later exercise.
+    depends on a later exercise;
+(n) every notebook with its "your turn" regions blanked, run against the
+    reference library (every cell, even after an error), fails only with a
+    ``NotImplementedError("Your turn nbNN.M: ...")``, first at the cell after
+    each stub (tools/notebook_stubs.py).
 
 Every run writes a report (tools/course_plugin.py) naming the folder its
 ``minigrad`` came from; the self-test fails if that is not the tree under test.
 The copies hard-link the reference's files (fast, throw-away) and are removed
-afterwards unless ``--keep``.  Notebooks are not run; hypothesis uses the
-"selftest" profile (few examples).
+afterwards unless ``--keep``.  Hypothesis uses the "selftest" profile (few
+examples).  ``--notebooks`` runs step (n) alone.
 """
 from __future__ import annotations
 
@@ -97,6 +101,36 @@ def _copy(dest: Path, **kwargs) -> Path:
     return dest
 
 
+def blanked_notebooks(jobs: int = 2) -> list[str]:
+    """(n) Each notebook with regions, blanked and executed in a process of its own
+    (tools/notebook_stubs.py); the problems found, prefixed "(n)"."""
+    paths = [p for p in sorted((ROOT / "notebooks").glob("*.ipynb"))
+             if solutions.notebook_regions(json.loads(p.read_text(encoding="utf-8")), p.name)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1")
+    started = time.monotonic()
+
+    def run(path):
+        try:
+            proc = subprocess.run([sys.executable, "-m", "tools.notebook_stubs", str(path)],
+                                  cwd=ROOT, env=env, capture_output=True, text=True,
+                                  timeout=600)
+        except subprocess.TimeoutExpired:
+            return [f"(n) {path.name}: the blanked notebook ran over 600 s"]
+        if proc.returncode == 0:
+            return []
+        lines = [line.strip() for line in proc.stdout.splitlines() if line.startswith("  ")]
+        return [f"(n) {line}" for line in lines] or \
+            [f"(n) {path.name}: exit {proc.returncode}\n{proc.stdout}{proc.stderr[-2000:]}"]
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        problems = [p for found in pool.map(run, paths) for p in found]
+    print(f"selftest: (n) {len(paths)} blanked notebooks: "
+          + ("each stops only at its \"Your turn\" stubs" if not problems
+             else f"{len(problems)} problem(s) (below)")
+          + f" ({time.monotonic() - started:.0f} s)")
+    return problems
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="make selftest", description=__doc__.split("\n")[0])
     parser.add_argument("--exercises", default=None,
@@ -105,9 +139,16 @@ def main(argv=None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the copies")
     parser.add_argument("--workdir", default=None, help="where the copies go (default: a "
                         "temporary folder)")
+    parser.add_argument("--notebooks", action="store_true",
+                        help="only step (n): the blanked notebooks")
     args = parser.parse_args(argv)
     t0 = time.monotonic()
     failures: list[str] = []
+    if args.notebooks:
+        failures = blanked_notebooks(args.jobs)
+        print("selftest: " + (f"FAILED, {len(failures)} problem(s):\n  " + "\n  ".join(failures)
+                              if failures else "passed"))
+        return 1 if failures else 0
 
     errors, warnings = solutions.check_tree(ROOT)
     for w in warnings:
@@ -240,6 +281,7 @@ def main(argv=None) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
+    failures += blanked_notebooks(args.jobs)
 
     print("\nselftest: exercise  tests  still passing when blanked")
     for ident in selected:

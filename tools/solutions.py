@@ -13,8 +13,11 @@ The student copy replaces the region by one line at the same indentation,
 ``raise NotImplementedError("Exercise 1.2 — <title>: see chapters/....md#exercise-1.2")``,
 so the function fails as soon as it reaches the region, even when the region is
 in the middle of the body.  Notebook code cells may hold regions too
-(``# BEGIN SOLUTION nb04.1``); there each variable the region assigns becomes
-``name = ...  # your turn``, so the cell runs and the next assert fails.
+(``# BEGIN SOLUTION nb04.1``), also inside a function body; the cell states
+the task in a comment ``# Your turn nb04.1: <what to write>; expected <type
+and shape>``, and the student copy replaces the region by
+``raise NotImplementedError("Your turn nb04.1: ...")``: the cell defines the
+function, and the next cell, which calls it, fails with that message.
 """
 from __future__ import annotations
 
@@ -120,13 +123,14 @@ def _statement_lists(node):
         yield case.body
 
 
-def find_regions(text: str, path: str = "<source>") -> list[Region]:
-    """Check the regions of a Python source and return them.
+def find_regions(text: str, path: str = "<source>", kind: str = "ch") -> list[Region]:
+    """Check the regions of a Python source (``kind="nb"``: a notebook cell)
+    and return them.
 
     Each region must lie inside a function body and span whole statements of
     one block, indented like its BEGIN line.  Raises RegionError otherwise.
     """
-    marks = scan_markers(text, path)
+    marks = scan_markers(text, path, kind)
     if not marks:
         return []
     try:
@@ -216,16 +220,17 @@ def _dedent(text: str, indent: str) -> str:
 
 # ----------------------------------------------------------------- notebooks
 
+YOUR_TURN_RE = re.compile(r"^[ \t]*# Your turn (?P<ident>nb\d{2}\.\d+): (?P<task>.+?)[ \t]*$",
+                          re.MULTILINE)
+
+
 def notebook_regions(nb: dict, path: str) -> list[tuple[int, list]]:
     """(cell index, scan_markers result) of every code cell with regions."""
     found = []
     for index, cell in enumerate(nb.get("cells", [])):
-        source = _cell_text(cell)
         if cell.get("cell_type") != "code":
-            if BEGIN_RE.search(source) or END_RE.search(source):
-                pass
             continue
-        marks = scan_markers(source, f"{path} cell {index}", kind="nb")
+        marks = scan_markers(_cell_text(cell), f"{path} cell {index}", kind="nb")
         if marks:
             found.append((index, marks))
     return found
@@ -236,41 +241,35 @@ def _cell_text(cell) -> str:
     return "".join(source) if isinstance(source, list) else source
 
 
-def _assigned_names(code: str) -> list[str]:
-    """Names a block of code binds at its top level, in order (for the stub)."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return []
-    names = []
+def notebook_tasks(text: str, where: str) -> dict[str, str]:
+    """Region id -> its "Your turn" message, for the regions of one code cell.
 
-    def add(target):
-        if isinstance(target, ast.Name) and target.id not in names:
-            names.append(target.id)
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            for t in target.elts:
-                add(t)
-    for node in tree.body:
-        if isinstance(node, ast.Assign):
-            for t in node.targets:
-                add(t)
-        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
-            add(node.target)
-        elif isinstance(node, (ast.For, ast.With)):
-            for t in ([node.target] if isinstance(node, ast.For)
-                      else [i.optional_vars for i in node.items if i.optional_vars]):
-                add(t)
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            names.append(node.name)
-    return names
+    Each region must be a function body (or part of one: ``find_regions``) and
+    the cell must state its task in a comment ``# Your turn nbNN.M: <what to
+    write>; expected <type and shape>``.  Raises RegionError otherwise.
+    """
+    tasks = {m.group("ident"): m.group("task") for m in YOUR_TURN_RE.finditer(text)}
+    out = {}
+    for region in find_regions(text, where, kind="nb"):
+        ident = region.exercise_id
+        task = tasks.get(ident)
+        if task is None or "; expected " not in task:
+            raise RegionError(f"{where}:{region.begin}: region {ident} needs a comment "
+                              f"'# Your turn {ident}: <what to write>; expected <type and "
+                              "shape>' in its cell (the student's stub raises it)")
+        out[ident] = f"Your turn {ident}: {task}"
+    return out
 
 
 def blank_notebook(nb: dict, path: str = "<notebook>") -> tuple[dict, int, int]:
-    """A student version of a notebook: code regions become ``name = ...  # your
-    turn`` stubs, markdown cells tagged ``answer`` become a blank "*Your answer:*"
-    cell, and every output is cleared (printed results would give answers away).
+    """A student version of a notebook: each code region (a function body)
+    becomes ``raise NotImplementedError("Your turn nbNN.M: ...")`` with the
+    task its cell states, markdown cells tagged ``answer`` become a blank
+    "*Your answer:*" cell, and every output is cleared (printed results would
+    give answers away).
 
     Returns (new notebook, number of code regions, number of answer cells).
+    Raises RegionError for a region outside a function or without its task.
     """
     nb = copy.deepcopy(nb)
     regions = answers = 0
@@ -284,17 +283,13 @@ def blank_notebook(nb: dict, path: str = "<notebook>") -> tuple[dict, int, int]:
         if cell.get("cell_type") != "code":
             continue
         text = _cell_text(cell)
-        marks = scan_markers(text, f"{path} cell {index}", kind="nb")
-        lines = text.splitlines(keepends=True)
-        for ident, begin, end, indent in reversed(marks):
-            body = _dedent("".join(lines[begin:end - 1]), indent)
-            names = _assigned_names(body)
-            label = f"your turn (notebook exercise {ident[2:].lstrip('0')})"
-            stub = [f"{indent}{name} = ...  # {label}\n" for name in names] or \
-                   [f"{indent}...  # {label}\n"]
-            lines[begin - 1:end] = stub
-            regions += 1
-        cell["source"] = "".join(lines)
+        where = f"{path} cell {index}"
+        if not scan_markers(text, where, kind="nb"):
+            continue
+        tasks = notebook_tasks(text, where)
+        found = find_regions(text, where, kind="nb")
+        cell["source"] = blank_python(text, found, tasks.__getitem__)
+        regions += len(found)
     for cell in nb.get("cells", []):
         if cell.get("cell_type") == "code":
             cell["outputs"] = []
@@ -350,12 +345,17 @@ def check_tree(root: Path, table=None) -> tuple[list[str], list[str]]:
     for path in sorted((root / "notebooks").glob("*.ipynb")):
         rel = path.relative_to(root).as_posix()
         try:
-            found = notebook_regions(json.loads(path.read_text(encoding="utf-8")), rel)
+            nb = json.loads(path.read_text(encoding="utf-8"))
+            found = notebook_regions(nb, rel)
         except (RegionError, ValueError) as e:
             errors.append(str(e))
             continue
         seen = set()
         for index, marks in found:
+            try:
+                notebook_tasks(_cell_text(nb["cells"][index]), f"{rel} cell {index}")
+            except RegionError as e:
+                errors.append(str(e))
             for ident, *_ in marks:
                 if ident in seen:
                     errors.append(f"{rel} cell {index}: notebook region {ident} appears twice")

@@ -1,5 +1,6 @@
 """The region parser, the blanking, the notebook stubs and the student copy."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -97,8 +98,11 @@ def test_chapter_selection():
 def test_notebook_blanking():
     nb = {"cells": [
         {"cell_type": "code", "metadata": {}, "execution_count": 3, "outputs": [{"x": 1}],
-         "source": "a = 1\n# BEGIN SOLUTION nb04.1\nresult, other = a * 2, 3\n"
-                   "total = result + other\n# END SOLUTION\nassert result == 2\n"},
+         "source": "a = 1\n# Your turn nb04.1: twice a, and 3; expected a tuple of two ints\n"
+                   "def pair(a):\n    # BEGIN SOLUTION nb04.1\n    result, other = a * 2, 3\n"
+                   "    return result, other\n    # END SOLUTION\n"},
+        {"cell_type": "code", "metadata": {}, "execution_count": 4, "outputs": [],
+         "source": "result, other = pair(a)\nassert result == 2\n"},
         {"cell_type": "markdown", "metadata": {"tags": ["answer"]},
          "source": "Because the mean is over items."},
         {"cell_type": "markdown", "metadata": {}, "source": "Question?"},
@@ -107,14 +111,34 @@ def test_notebook_blanking():
     assert (regions, answers) == (1, 1)
     code = out["cells"][0]["source"]
     assert "a * 2" not in code and "BEGIN SOLUTION" not in code
-    assert "result = ...  # your turn" in code and "total = ...  # your turn" in code
+    assert ('    raise NotImplementedError("Your turn nb04.1: twice a, and 3; expected a '
+            'tuple of two ints")') in code
+    assert "# Your turn nb04.1: twice a, and 3; expected a tuple of two ints" in code
     assert out["cells"][0]["outputs"] == [] and out["cells"][0]["execution_count"] is None
-    with pytest.raises(AssertionError):
-        exec(code, {})                            # the next assert fails clearly
-    assert out["cells"][1]["source"] == "*Your answer:*\n"
-    assert "answer" not in out["cells"][1]["metadata"]["tags"]
-    assert out["cells"][2]["source"] == "Question?"
-    assert nb["cells"][1]["source"].startswith("Because"), "the input is not modified"
+    namespace = {}
+    exec(code, namespace)                         # the stub's cell runs ...
+    with pytest.raises(NotImplementedError, match=r"^Your turn nb04\.1: twice a"):
+        exec(out["cells"][1]["source"], namespace)   # ... the cell that calls it fails
+    assert out["cells"][2]["source"] == "*Your answer:*\n"
+    assert "answer" not in out["cells"][2]["metadata"]["tags"]
+    assert out["cells"][3]["source"] == "Question?"
+    assert nb["cells"][2]["source"].startswith("Because"), "the input is not modified"
+
+
+@pytest.mark.parametrize("source, complaint", [
+    ("# Your turn nb04.1: x; expected an int\n# BEGIN SOLUTION nb04.1\nx = 1\n"
+     "# END SOLUTION\n", "not inside a function body"),
+    ("def f():\n    # BEGIN SOLUTION nb04.1\n    return 1\n    # END SOLUTION\n",
+     "needs a comment '# Your turn nb04.1"),
+    ("# Your turn nb04.1: one\ndef f():\n    # BEGIN SOLUTION nb04.1\n    return 1\n"
+     "    # END SOLUTION\n", "expected <type and shape>"),
+])
+def test_a_notebook_region_is_a_function_body_with_its_task(source, complaint):
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
+                     "execution_count": None, "source": source}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    with pytest.raises(solutions.RegionError, match=re.escape(complaint)):
+        solutions.blank_notebook(nb, "nb.ipynb")
 
 
 @pytest.mark.skipif(IS_STUDENT_COPY, reason="the reference's regions (this is a student copy)")
@@ -187,7 +211,8 @@ def test_tree_check_matches_regions_table_and_anchors(tmp_path):
 
 def test_tree_check_of_notebook_regions(tmp_path):
     cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-            "source": "# BEGIN SOLUTION nb05.1\nx = 1\n# END SOLUTION\n"}
+            "source": "# Your turn nb05.1: one; expected an int\ndef f():\n"
+                      "    # BEGIN SOLUTION nb05.1\n    return 1\n    # END SOLUTION\n"}
     root = _tree(tmp_path, "def f():\n    return 1\n",
                  {"cells": [cell, dict(cell)], "metadata": {}, "nbformat": 4,
                   "nbformat_minor": 5})
