@@ -86,8 +86,8 @@ class GradientAccumulator:
     optimizer's own step raise after that, it puts itself back
     (:class:`~minigrad.optim.Optimizer`), and the window stays open with its
     gradient already normalized and clipped, marked so that calling ``step``
-    (or ``flush``) again divides nothing twice and makes the update an
-    uninterrupted run makes.
+    (or ``flush``) again does not divide a second time: the retry makes
+    the same update as a run that never failed.
 
     Args:
         optimizer: the :class:`~minigrad.optim.Optimizer` to step once per window.
@@ -257,7 +257,7 @@ class GradientAccumulator:
             Whatever the update raises (a gradient of the wrong shape, a bad
             hyperparameter, a scheduler's ``lr_lambda``): then nothing has
             changed, the micro-batch is still waiting for this ``step``, and
-            calling it again gives the update an uninterrupted run makes.
+            calling it again makes the same update as a run that never failed.
         """
         checks.check_step(self)
         # BEGIN SOLUTION ch04.4
@@ -299,7 +299,7 @@ class GradientAccumulator:
         kept as ``window.prepared``, so that a retry uses them as they are.
         """
         self.optimizer._check_step()          # raises before anything changes
-        with step_ahead(self.optimizer, self.scheduler) as schedule:
+        with step_ahead(self.optimizer, self.scheduler) as schedule:    # the scheduler's step
             if self.window.prepared is None:
                 prepared = self._mean_gradient()
                 if prepared is None:
