@@ -295,7 +295,8 @@ return, and until you do, its body raises that message and the next cell, which
 calls it, stops there. "*Your answer:*" cells are for the written questions. They are not part of
 `make test` in this copy (they would fail until you fill them in); run them
 with `make jupyter` and check them with
-`.venv/bin/python -m pytest --nbval-lax --nbval-current-env notebooks/`.
+`.venv/bin/python -m pytest --notebooks --nbval-lax --nbval-current-env notebooks/`
+(`--notebooks`: in this copy the notebooks are collected only when asked).
 
 Exercises to do in this copy:
 

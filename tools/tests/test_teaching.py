@@ -82,6 +82,13 @@ def test_chapters_1_to_3_hand_out_no_later_solution_and_a_manifest(tmp_path):
     assert run.returncode == 0, run.stdout
 
 
+def _answer_lines(root, ident):
+    """The reference's body of exercise ``ident``'s (first) region."""
+    region = solutions.collect(root)[ident][0]
+    lines = (root / region.path).read_text(encoding="utf-8").splitlines(keepends=True)
+    return lines[region.begin:region.end - 1]
+
+
 def test_update_keeps_the_answers_and_reports_conflicts(tmp_path):
     ref = _reference(tmp_path)
     copy = tmp_path / "student"
@@ -92,7 +99,8 @@ def test_update_keeps_the_answers_and_reports_conflicts(tmp_path):
     notebook.write_text(notebook.read_text(encoding="utf-8").replace(
         '"cells": [', '"cells": [{"cell_type": "markdown", "metadata": {}, '
         '"source": "mine"},', 1), encoding="utf-8")
-    mul_answer = "unbroadcast(g * self.b, self.a_shape) if self.needs_input_grad[0] else None"
+    mul_answer = _answer_lines(ref, "1.2")[0].strip()      # read from the reference,
+    exp_answer = "".join(_answer_lines(ref, "1.4"))         # never written out here
     assert mul_answer in (copy / "minigrad/functions/elementwise.py").read_text()
 
     # FORCE=1 refuses: uncommitted work, then (committed) answers.
@@ -111,10 +119,10 @@ def test_update_keeps_the_answers_and_reports_conflicts(tmp_path):
                         "    def backward(self, g):\n        # the product rule, per input\n"
                         "        # BEGIN SOLUTION ch01.2\n", 1)
     text = text.replace("    def backward(self, g):\n        # BEGIN SOLUTION ch01.4\n"
-                        "        return g * self.out\n        # END SOLUTION\n",
+                        + exp_answer + "        # END SOLUTION\n",
                         "    def backward(self, g):\n        return self._grad(g)\n\n"
                         "    def _grad(self, g):\n        # BEGIN SOLUTION ch01.4\n"
-                        "        return g * self.out\n        # END SOLUTION\n", 1)
+                        + exp_answer + "        # END SOLUTION\n", 1)
     source.write_text(text, encoding="utf-8")
     fixed_test = ref / "tests/exercises/test_ch01.py"
     fixed_test.write_text(fixed_test.read_text(encoding="utf-8") + "\n# corrected\n")
@@ -136,7 +144,7 @@ def test_update_keeps_the_answers_and_reports_conflicts(tmp_path):
     assert "chapter 4 is not released yet" not in accumulation
     assert "Exercise 4.3 — " in accumulation and "chapter 5 is not released yet" in accumulation
     backup = report.backup / "files" / "minigrad/functions/elementwise.py"
-    assert "return g * self.out" in backup.read_text(encoding="utf-8"), "1.4's answer is kept"
+    assert exp_answer.strip() in backup.read_text(encoding="utf-8"), "1.4's answer is kept"
     assert (report.backup / "report.txt").is_file()
     manifest = release.read_manifest(copy)
     assert "4.1" in manifest["released"] and release.check_manifest(copy) == []
