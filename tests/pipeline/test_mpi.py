@@ -84,11 +84,15 @@ def test_blocking_sends_deadlock_1f1b_but_not_gpipe(tmp_path):
     while rank 1 is stuck sending gradient 0 (section 11.7 of the course)."""
     mpiexec = _mpiexec()
     prefix = tmp_path / "blocking"
-    subprocess.run([mpiexec, "-n", "2", sys.executable, str(BLOCKING_WORKER), str(prefix)],
-                   env=mpiexec_env(), capture_output=True, text=True, timeout=60)
+    done = subprocess.run([mpiexec, "-n", "2", sys.executable, str(BLOCKING_WORKER),
+                           str(prefix)], env=mpiexec_env(), capture_output=True, text=True,
+                          timeout=60)
     records = {}
     for rank in (0, 1):
-        lines = (tmp_path / f"blocking.{rank}.json").read_text().splitlines()
+        path = tmp_path / f"blocking.{rank}.json"
+        # a rank that stopped early (a stub of the course, say) wrote nothing: show why
+        assert path.is_file(), f"rank {rank} wrote no record:\n{done.stderr[-3000:]}"
+        lines = path.read_text().splitlines()
         records[rank] = [json.loads(line) for line in lines]
     for rank in (0, 1):
         assert records[rank][0] == {"rank": rank, "schedule": "gpipe", "finished": True}
