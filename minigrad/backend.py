@@ -142,6 +142,17 @@ def as_array(x, dtype=None):
     return np.asarray(x, dtype=dtype)
 
 
+def opmath_dtype(dtype):
+    """The dtype to compute in, and keep sums and state in, for arrays of
+    ``dtype``: float32 for float16 and bfloat16 (ml_dtypes), else ``dtype``
+    itself.  float16 ends at 65,504 and has 11 bits: a sum of 70,000 values,
+    a count, or Adam's ``eps = 1e-8`` do not survive in it.  PyTorch's "opmath"
+    type is the same idea."""
+    dtype = np.dtype(dtype)
+    low = (dtype.kind == "f" and dtype.itemsize < 4) or dtype.name == "bfloat16"
+    return np.dtype(np.float32) if low else dtype
+
+
 def count_as(count, array):
     """``count`` (an item total, a number of micro-batches) as a NumPy scalar to
     divide ``array`` by: float64 for float64 arrays, float32 for every other.

@@ -300,8 +300,7 @@ def _check_class_weight(weight, num_classes, scores, name):
 def _wide_sum(loss):
     """``loss.sum()``, in float32 for float16 losses (70,000 positions of ~1.1
     overflow float16's 65,504), as PyTorch sums them."""
-    wide = np.float32 if loss.dtype.kind == "f" and loss.dtype.itemsize < 4 else None
-    return loss.sum(dtype=wide)
+    return loss.sum(dtype=backend.opmath_dtype(loss.dtype))
 
 
 def _kept_total(keep, safe_t, w):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function
-from ..backend import count_as, get_array_module
+from ..backend import count_as, get_array_module, opmath_dtype
 from ..dtypes import to_floating
 from .elementwise import blocked_to_zero
 
@@ -81,8 +81,7 @@ class Mean(Function):
         # Over an empty axis the mean is 0/0 = nan, as in NumPy and PyTorch
         # (without NumPy's "Mean of empty slice" warning).
         # float16 is summed in float32, as PyTorch does (60000 + 60000 overflows).
-        wide = np.float32 if a.dtype.kind == "f" and a.dtype.itemsize < 4 else None
-        total = xp.sum(a, axis=self.axes, keepdims=self.keepdims, dtype=wide)
+        total = xp.sum(a, axis=self.axes, keepdims=self.keepdims, dtype=opmath_dtype(a.dtype))
         with np.errstate(invalid="ignore", divide="ignore"):
             return (total / self.count).astype(a.dtype, copy=False) if a.dtype.kind in "fc" \
                 else total / self.count
@@ -171,7 +170,7 @@ class Var(Function):
     def forward(self, a):
         a = to_floating(a)
         dtype = a.dtype
-        a = a.astype(count_as(0, a).dtype, copy=False)   # float16: computed in float32
+        a = a.astype(opmath_dtype(a.dtype), copy=False)   # float16: computed in float32
         self.axes = normalize_axis(self.axis, a.ndim, "var")
         self.in_shape = a.shape
         n = 1

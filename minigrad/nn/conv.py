@@ -195,6 +195,17 @@ def _empty_parameter(shape, device, dtype) -> Parameter:
     return Parameter(backend.array_module(device or "cpu").zeros(shape, dtype=dtype))
 
 
+def _add_parameters(module, weight_shape, out_channels, bias, device, dtype) -> None:
+    """``module.weight`` of ``weight_shape`` and ``module.bias`` (out_channels,) or
+    None, drawn by the module's ``reset_parameters``."""
+    module.weight = _empty_parameter(weight_shape, device, dtype)
+    if bias:
+        module.bias = _empty_parameter((out_channels,), device, dtype)
+    else:
+        module.register_parameter("bias", None)
+    module.reset_parameters()
+
+
 class Conv2d(Module):
     """2-D convolution layer over (N, C_in, H, W) inputs, as ``torch.nn.Conv2d``.
 
@@ -237,14 +248,8 @@ class Conv2d(Module):
         # checks the padding ("same" with a stride, negative values) now, not at forward
         resolve_padding("Conv2d", padding, self.kernel_size, self.stride, self.dilation)
         self.padding = padding if isinstance(padding, str) else pair(padding, "Conv2d: padding")
-        kh, kw = self.kernel_size
-        self.weight = _empty_parameter((out_channels, in_channels // groups, kh, kw), device,
-                                       dtype)
-        if bias:
-            self.bias = _empty_parameter((out_channels,), device, dtype)
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _add_parameters(self, (out_channels, in_channels // groups, *self.kernel_size),
+                        out_channels, bias, device, dtype)
 
     def reset_parameters(self, generator=None) -> None:
         """Draw the weight and bias again (PyTorch's default initialization), from
@@ -285,13 +290,8 @@ class Conv1d(Module):
         self.kernel_size = _single(kernel_size, "kernel_size")
         self.stride, self.dilation = _single(stride, "stride"), _single(dilation, "dilation")
         self.padding = padding if isinstance(padding, str) else _single(padding, "padding")
-        self.weight = _empty_parameter((out_channels, in_channels // groups,
-                                        self.kernel_size), device, dtype)
-        if bias:
-            self.bias = _empty_parameter((out_channels,), device, dtype)
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _add_parameters(self, (out_channels, in_channels // groups, self.kernel_size),
+                        out_channels, bias, device, dtype)
 
     reset_parameters = Conv2d.reset_parameters
 
@@ -321,13 +321,8 @@ class ConvTranspose2d(Module):
         self.padding = pair(padding, "ConvTranspose2d: padding")
         self.output_padding = pair(output_padding, "ConvTranspose2d: output_padding")
         self.dilation = pair(dilation, "ConvTranspose2d: dilation")
-        self.weight = _empty_parameter((in_channels, out_channels // groups,
-                                        *self.kernel_size), device, dtype)
-        if bias:
-            self.bias = _empty_parameter((out_channels,), device, dtype)
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _add_parameters(self, (in_channels, out_channels // groups, *self.kernel_size),
+                        out_channels, bias, device, dtype)
 
     reset_parameters = Conv2d.reset_parameters
 

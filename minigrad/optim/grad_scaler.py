@@ -51,8 +51,8 @@ class GradScaler:
 
     def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,
                  growth_interval=2000, enabled=True):
-        _check_settings("GradScaler", init_scale, growth_factor, backoff_factor,
-                        growth_interval)
+        _check_settings("GradScaler", "init_scale", init_scale, growth_factor,
+                        backoff_factor, growth_interval)
         self._scale = float(init_scale)
         self._growth_factor = float(growth_factor)
         self._backoff_factor = float(backoff_factor)
@@ -222,7 +222,7 @@ class GradScaler:
                                "_growth_tracker") if k not in state_dict]
         if missing:
             raise ValueError(f"GradScaler.load_state_dict: missing keys {missing}")
-        _check_settings("GradScaler.load_state_dict", state_dict["scale"],
+        _check_settings("GradScaler.load_state_dict", "scale", state_dict["scale"],
                         state_dict["growth_factor"], state_dict["backoff_factor"],
                         state_dict["growth_interval"])
         tracker = state_dict["_growth_tracker"]
@@ -255,9 +255,9 @@ def _positive(where, name, value) -> float:
     return float(value)
 
 
-def _check_settings(where, init_scale, growth_factor, backoff_factor, growth_interval):
+def _check_settings(where, scale_name, scale, growth_factor, backoff_factor, growth_interval):
     """The ranges ``__init__`` and ``load_state_dict`` both enforce."""
-    _positive(where, "scale" if "load" in where else "init_scale", init_scale)
+    _positive(where, scale_name, scale)
     if _positive(where, "growth_factor", growth_factor) <= 1.0:
         raise ValueError(f"{where}: growth_factor must be > 1, got {growth_factor}")
     if not _positive(where, "backoff_factor", backoff_factor) < 1.0:

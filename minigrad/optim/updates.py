@@ -78,18 +78,10 @@ def adam_update_gpu(p, m, v, g, beta1: float, beta2: float, step_size: float,
     kernel(g, 1 - beta1, beta2, 1 - beta2, step_size, bias_correction2_sqrt, eps, p, m, v)
 
 
-def opmath_dtype(dtype):
-    """The dtype an optimizer computes and keeps its state in for parameters of
-    ``dtype``: float32 for float16 and bfloat16, else ``dtype`` itself.
-
-    Adam's ``eps = 1e-8`` is 0 in float16 (whose smallest subnormal is 6e-8),
-    so a zero gradient gives 0 / 0 = nan, and its second moment ``g * g``
-    underflows below 2.4e-4.  PyTorch's fused optimizers compute in float32
-    ("opmath") for low-precision parameters for the same reason.
-    """
-    dtype = np.dtype(dtype)
-    return np.dtype(np.float32) if dtype.kind == "f" and dtype.itemsize < 4 else \
-        (np.dtype(np.float32) if dtype.name == "bfloat16" else dtype)
+# The dtype an optimizer computes and keeps its state in for parameters of a
+# dtype: float32 for float16 and bfloat16.  Adam's eps = 1e-8 is 0 in float16
+# (whose smallest subnormal is 6e-8), so a zero gradient would give 0 / 0 = nan.
+opmath_dtype = backend.opmath_dtype
 
 
 @contextmanager
