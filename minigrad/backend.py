@@ -148,9 +148,16 @@ def opmath_dtype(dtype):
     itself.  float16 ends at 65,504 and has 11 bits: a sum of 70,000 values,
     a count, or Adam's ``eps = 1e-8`` do not survive in it.  PyTorch's "opmath"
     type is the same idea."""
-    dtype = np.dtype(dtype)
-    low = (dtype.kind == "f" and dtype.itemsize < 4) or dtype.name == "bfloat16"
-    return np.dtype(np.float32) if low else dtype
+    found = _OPMATH.get(dtype)
+    if found is None:                     # once per dtype: dtype.name is slow
+        found = np.dtype(dtype)
+        low = (found.kind == "f" and found.itemsize < 4) or found.name == "bfloat16"
+        found = _OPMATH[dtype] = np.dtype(np.float32) if low else found
+    return found
+
+
+_OPMATH = {}      # dtype -> opmath_dtype(dtype), filled on first use
+_FLOAT64 = np.dtype(np.float64)
 
 
 def count_as(count, array):
@@ -162,7 +169,7 @@ def count_as(count, array):
     scalar makes NumPy and CuPy divide in float32 and round the quotient once.
     For float32 arrays nothing changes (a float32 division, bit for bit).
     """
-    dtype = np.float64 if array.dtype == np.float64 else np.float32
+    dtype = np.float64 if array.dtype == _FLOAT64 else np.float32
     if is_cupy_array(count):                # a count computed on the GPU stays there
         return count.astype(dtype)
     return dtype(count)

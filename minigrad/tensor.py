@@ -117,7 +117,7 @@ class Tensor:
     __array_priority__ = 1000
 
     def __init__(self, data, requires_grad: bool = False, name: str | None = None):
-        if not backend.is_array(data):
+        if not (type(data) is np.ndarray or backend.is_array(data)):   # fast path first
             # A NumPy scalar (what a full reduction returns) keeps its dtype.
             data = np.asarray(data) if isinstance(data, np.generic) else _to_array(data)
         self._data = data

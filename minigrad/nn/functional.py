@@ -242,7 +242,8 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     too; see :mod:`minigrad.dtypes`).
     """
     _tensor(x, "linear")
-    if x.dtype != weight.dtype or (bias is not None and bias.dtype != x.dtype):
+    dtype = x._data.dtype
+    if weight._data.dtype != dtype or (bias is not None and bias._data.dtype != dtype):
         check_layer_dtype("linear", x, weight=weight, bias=bias)
     if bias is None:
         return LinearFunction()(x, weight)
