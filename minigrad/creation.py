@@ -229,14 +229,14 @@ def _method(name):
 
 (erf, floor, ceil, round, trunc, sign, isnan, isinf, isfinite, lerp, remainder,  # noqa: A001
  floor_divide, flip, roll, diagonal, gather, take_along_dim, index_select, scatter,
- scatter_add, logsumexp, cumsum, prod, argmax, argmin, all, any, sort, argsort, topk,  # noqa: A001
- var, std, amax, amin, flatten, unflatten, max, min) = [  # noqa: A001
+ scatter_add, scatter_reduce, logsumexp, cumsum, prod, argmax, argmin, all,  # noqa: A001
+ any, sort, argsort, topk, var, std, amax, amin, flatten, unflatten, max, min) = [  # noqa: A001
     _method(n) for n in (
         "erf", "floor", "ceil", "round", "trunc", "sign", "isnan", "isinf", "isfinite",
         "lerp", "remainder", "floor_divide", "flip", "roll", "diagonal", "gather",
-        "take_along_dim", "index_select", "scatter", "scatter_add", "logsumexp", "cumsum",
-        "prod", "argmax", "argmin", "all", "any", "sort", "argsort", "topk", "var", "std",
-        "amax", "amin", "flatten", "unflatten", "max", "min")]
+        "take_along_dim", "index_select", "scatter", "scatter_add", "scatter_reduce",
+        "logsumexp", "cumsum", "prod", "argmax", "argmin", "all", "any", "sort", "argsort",
+        "topk", "var", "std", "amax", "amin", "flatten", "unflatten", "max", "min")]
 
 
 # --------------------------------------------------------------- creation

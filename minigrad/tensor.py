@@ -783,12 +783,35 @@ class Tensor:
         from .functions.indexing import IndexSelect  # noqa: PLC0415
         return IndexSelect(dim, _int_array(index, self, "index_select"))(self)
 
-    def scatter(self, dim, index, src):
+    def scatter(self, dim, index, src, *, reduce=None):
         """A copy with out[i][index[i][j][k]][k] = src[i][j][k] (dim = 1);
-        ``src`` a Tensor or a number (``torch.scatter``)."""
-        from .functions.indexing import Scatter  # noqa: PLC0415
+        ``src`` a Tensor or a number (``torch.scatter``).  ``reduce="add"`` or
+        ``"multiply"`` combines instead of overwriting: ``scatter_reduce`` with
+        "sum" or "prod" (PyTorch deprecates this form, and gives it no
+        gradient; minigrad gives scatter_reduce's)."""
+        from .functions.indexing import Scatter, ScatterReduce  # noqa: PLC0415
         idx = _int_array(index, self, "scatter")
-        return Scatter(dim, idx)(self, _scatter_source(src, idx, self))
+        source = _scatter_source(src, idx, self)
+        if reduce is None:
+            return Scatter(dim, idx)(self, source)
+        if reduce not in ("add", "multiply"):
+            raise ValueError(f"scatter: reduce must be 'add' or 'multiply' (scatter_reduce "
+                             f"has more), got {reduce!r}")
+        return ScatterReduce(dim, idx, "sum" if reduce == "add" else "prod")(self, source)
+
+    def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+        """A copy in which every src[i][j][k] is combined into
+        out[i][index[i][j][k]][k] (dim = 1) by ``reduce``: "sum", "prod",
+        "mean", "amax" or "amin"; ``include_self=False`` leaves the written
+        entries' own values out (``torch.scatter_reduce``).  ``index`` is an
+        integer tensor with ``self``'s number of dimensions, no larger than
+        ``src``; raises ValueError for another ``reduce``, TypeError for a
+        ``src`` that is not a Tensor."""
+        from .functions.indexing import ScatterReduce  # noqa: PLC0415
+        if not isinstance(src, Tensor):
+            raise TypeError(f"scatter_reduce: src must be a Tensor, got {type(src).__name__}")
+        idx = _int_array(index, self, "scatter_reduce")
+        return ScatterReduce(dim, idx, reduce, include_self)(self, src)
 
     def scatter_add(self, dim, index, src):
         """A copy with out[i][index[i][j][k]][k] += src[i][j][k] (dim = 1)."""
