@@ -173,57 +173,120 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
 
 # --------------------------------------------------------------------- layers
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",  # noqa: A002
-                align_corners=None) -> Tensor:
-    """Resize the spatial dimensions of (N, C, L) or (N, C, H, W) inputs
-    (``torch.nn.functional.interpolate``).
+                align_corners=None, recompute_scale_factor=None, antialias=False) -> Tensor:
+    """Resize the spatial dimensions of (N, C, L), (N, C, H, W) or (N, C, D, H, W)
+    inputs (``torch.nn.functional.interpolate``).
 
     Give ``size`` (an int or one per spatial dimension) or ``scale_factor``.
-    "nearest": output position o reads input floor(o·s), s = in/out (or
-    1/scale_factor when that is given, PyTorch's choice).  "bilinear" (4-D
-    only): o reads the input at (o + ½)·s - ½ (clamped at 0), or o·(in -
-    1)/(out - 1) with ``align_corners=True``, mixing the two neighbours
-    linearly, first along H, then along W.  Both are built from indexing
-    and products, so the gradient flows back through them.
+    Each output position o reads the input at a source position, along one
+    spatial dimension after the other; s = in/out, or 1/scale_factor when
+    that is given (PyTorch's choice, unless ``recompute_scale_factor=True``):
+
+    - "nearest": floor(o·s); "nearest-exact": floor((o + ½)·s) (any of 3-5-D);
+    - "linear" (3-D), "bilinear" (4-D), "trilinear" (5-D): (o + ½)·s - ½
+      (clamped at 0), or o·(in - 1)/(out - 1) with ``align_corners=True``,
+      mixing the two neighbours linearly;
+    - "bicubic" (4-D): the same position (not clamped), mixing four
+      neighbours (clamped to the edge) with Keys' cubic convolution weights,
+      a = -0.75 as PyTorch (R. Keys, "Cubic convolution interpolation for
+      digital image processing", IEEE Trans. ASSP 29(6), 1981, eq. 4).
+
+    Built from ``index_select`` and products, so the gradient flows back
+    through them.  Output dtype and device are the input's.
 
     Raises ValueError for both or neither of size and scale_factor, an
-    unknown mode, bilinear on a non-4-D input, or align_corners with "nearest".
+    unknown mode (the message names the supported ones), a mode on an input
+    of the wrong number of dimensions, align_corners with a nearest mode,
+    recompute_scale_factor with size, or antialias=True (not supported).
     """
-    _tensor(input, "interpolate")
-    if mode not in ("nearest", "bilinear"):
-        raise ValueError(f"interpolate: mode must be 'nearest' or 'bilinear', got {mode!r}")
-    if mode == "nearest" and align_corners is not None:
-        raise ValueError("interpolate: align_corners only applies to mode='bilinear'")
-    if mode == "bilinear" and input.ndim != 4:
-        raise ValueError(f"interpolate: bilinear needs a 4-D input (N, C, H, W), got shape "
-                         f"{input.shape}")
-    sizes, scales = _resize_plan(input, size, scale_factor)
+    _check_interpolate(input, mode, align_corners, antialias)
+    sizes, scales = _resize_plan(input, size, scale_factor, recompute_scale_factor)
     out = input
     for k, (n_out, scale) in enumerate(zip(sizes, scales)):
         dim = 2 + k
-        n_in = input.shape[dim]
-        if mode == "nearest":
-            src = np.minimum(np.floor(np.arange(n_out) * scale).astype(np.int64), n_in - 1)
-            out = out.index_select(dim, src)
+        taps = _resize_taps(mode, input.shape[dim], n_out, scale, align_corners)
+        if mode.startswith("nearest"):
+            out = out.index_select(dim, taps[0][0])
             continue
-        if align_corners:
-            pos = np.arange(n_out) * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
-        else:
-            pos = np.maximum((np.arange(n_out) + 0.5) * scale - 0.5, 0.0)
-        low = np.minimum(np.floor(pos).astype(np.int64), n_in - 1)
-        high = np.minimum(low + 1, n_in - 1)
         shape = [1] * input.ndim
         shape[dim] = n_out
-        frac = backend.to_device((pos - low).reshape(shape).astype(input.dtype), input.device)
-        out = out.index_select(dim, low) * (1 - frac) + out.index_select(dim, high) * frac
+        mixed = None
+        for index, weight in taps:
+            w = backend.to_device(weight.reshape(shape).astype(input.dtype), input.device)
+            term = out.index_select(dim, index) * w
+            mixed = term if mixed is None else mixed + term
+        out = mixed
     return out
 
 
-def _resize_plan(x, size, scale_factor):
+def _resize_taps(mode, n_in, n_out, scale, align_corners):
+    """[(input positions, weights)], each of length n_out: output o of one
+    spatial dimension is the sum over the taps of weight[o] · input[index[o]]
+    (PyTorch's source positions and weights; nearest modes: one tap, no weight)."""
+    o = np.arange(n_out)
+    if mode in ("nearest", "nearest-exact"):
+        shift = 0.5 if mode == "nearest-exact" else 0.0
+        return [(np.minimum(np.floor((o + shift) * scale).astype(np.int64), n_in - 1), None)]
+    if align_corners:
+        pos = o * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+    else:
+        pos = (o + 0.5) * scale - 0.5
+        if mode != "bicubic":
+            pos = np.maximum(pos, 0.0)
+    low = np.floor(pos).astype(np.int64)
+    t = pos - low
+    if mode == "bicubic":
+        weights = (_cubic_far(t + 1), _cubic_near(t), _cubic_near(1 - t), _cubic_far(2 - t))
+        return [(np.clip(low + k, 0, n_in - 1), w) for k, w in zip((-1, 0, 1, 2), weights)]
+    low = np.minimum(low, n_in - 1)
+    return [(low, 1 - t), (np.minimum(low + 1, n_in - 1), t)]
+
+
+CUBIC_A = -0.75          # PyTorch's (and OpenCV's) choice of Keys' parameter a
+
+
+def _cubic_near(x, a=CUBIC_A):
+    """Keys' kernel for |x| <= 1: (a + 2)|x|³ - (a + 3)|x|² + 1."""
+    return ((a + 2) * x - (a + 3)) * x * x + 1
+
+
+def _cubic_far(x, a=CUBIC_A):
+    """Keys' kernel for 1 < |x| < 2: a|x|³ - 5a|x|² + 8a|x| - 4a."""
+    return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+
+_RESIZE_DIMS = {"nearest": (3, 4, 5), "nearest-exact": (3, 4, 5), "linear": (3,),
+                "bilinear": (4,), "bicubic": (4,), "trilinear": (5,)}
+
+
+def _check_interpolate(x, mode, align_corners, antialias):
+    """interpolate's arguments, with PyTorch's rules."""
+    _tensor(x, "interpolate")
+    if mode not in _RESIZE_DIMS:
+        raise ValueError(f"interpolate: mode must be one of "
+                         f"{', '.join(repr(m) for m in _RESIZE_DIMS)}, got {mode!r}")
+    if x.ndim not in _RESIZE_DIMS[mode]:
+        wanted = " or ".join(f"{n}-D" for n in _RESIZE_DIMS[mode])
+        raise ValueError(f"interpolate: {mode} needs a {wanted} input ((N, C) and "
+                         f"{'/'.join(str(n - 2) for n in _RESIZE_DIMS[mode])} spatial "
+                         f"dimensions), got shape {x.shape}")
+    if mode.startswith("nearest") and align_corners is not None:
+        raise ValueError("interpolate: align_corners only applies to the interpolating "
+                         "modes 'linear', 'bilinear', 'bicubic' and 'trilinear'")
+    if antialias:
+        raise ValueError("interpolate: antialias=True is not supported (only "
+                         "antialias=False)")
+
+
+def _resize_plan(x, size, scale_factor, recompute_scale_factor=None):
     """(output sizes, input/output scales) of interpolate's spatial dimensions."""
     spatial = x.shape[2:]
     if (size is None) == (scale_factor is None):
         raise ValueError("interpolate: give exactly one of size and scale_factor")
     if size is not None:
+        if recompute_scale_factor:
+            raise ValueError("interpolate: recompute_scale_factor is not meaningful with an "
+                             "explicit size")
         sizes = (size,) * len(spatial) if isinstance(size, int) else tuple(size)
         if len(sizes) != len(spatial):
             raise ValueError(f"interpolate: size {size} does not match the "
@@ -231,7 +294,13 @@ def _resize_plan(x, size, scale_factor):
         return sizes, [n / m for n, m in zip(spatial, sizes)]
     factors = (scale_factor,) * len(spatial) if isinstance(scale_factor, (int, float)) \
         else tuple(scale_factor)
-    return [int(np.floor(n * f)) for n, f in zip(spatial, factors)], [1 / f for f in factors]
+    if len(factors) != len(spatial):
+        raise ValueError(f"interpolate: scale_factor {scale_factor} does not match the "
+                         f"{len(spatial)} spatial dimensions of shape {x.shape}")
+    sizes = [int(np.floor(n * f)) for n, f in zip(spatial, factors)]
+    if recompute_scale_factor:
+        return sizes, [n / m for n, m in zip(spatial, sizes)]
+    return sizes, [1 / f for f in factors]
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
