@@ -73,8 +73,27 @@ class MaxPool2d(Function):
         win = sliding_windows(xpad, self.kernel, self.stride, self.dilation, (oh, ow))
         flat = win.reshape(n, c, kh * kw, oh, ow)                 # a copy
         self.argmax = flat.argmax(axis=2)[:, :, None]             # (N, C, 1, OH, OW)
-        self.padded_shape = xpad.shape
+        self.padded_shape, self.in_hw = xpad.shape, (h, w)
         return xp.take_along_axis(flat, self.argmax, axis=2)[:, :, 0]
+
+    def flat_indices(self):
+        """Where each window's maximum sits in the flattened H·W input plane,
+        (N, C, OH, OW) int64 (PyTorch's ``return_indices``): row · W + column.
+
+        A window whose real entries all equal the padding value (-inf, or an
+        integer dtype's smallest) may have found its maximum in the padding;
+        it points at its first real entry instead, as PyTorch's kernel does."""
+        xp = get_array_module(self.argmax)
+        (h, w), (kh, kw) = self.in_hw, self.kernel
+        oh, ow = self.argmax.shape[-2:]
+        k = self.argmax[:, :, 0]
+        top = xp.arange(oh)[:, None] * self.stride[0] - self.pads[0][0]
+        left = xp.arange(ow)[None, :] * self.stride[1] - self.pads[1][0]
+        rows, cols = top + (k // kw) * self.dilation[0], left + (k % kw) * self.dilation[1]
+        outside = (rows < 0) | (rows >= h) | (cols < 0) | (cols >= w)
+        rows = xp.where(outside, _first_inside(top, self.dilation[0]), rows)
+        cols = xp.where(outside, _first_inside(left, self.dilation[1]), cols)
+        return (rows * w + cols).astype(xp.int64)
 
     def backward(self, g):
         xp = get_array_module(g)
@@ -90,6 +109,11 @@ class MaxPool2d(Function):
         dwin = dwin.reshape(n, c, kh, kw, oh, ow)
         dxpad = fold_windows(dwin, self.padded_shape, self.stride, self.dilation)
         return crop2d(dxpad, self.pads)
+
+
+def _first_inside(start, step):
+    """The first tap ``start + i·step`` (i >= 0) that is not before 0."""
+    return start + step * (((-start).clip(0) + step - 1) // step)
 
 
 class AvgPool2d(Function):

@@ -610,5 +610,5 @@ def binary_cross_entropy(input: Tensor, target, weight=None, size_average=None, 
 # their layers, re-exported here under torch.nn.functional's names.
 from .conv import conv1d, conv2d, conv_transpose2d  # noqa: E402  (after the definitions above: no import cycle)
 from .normalization import batch_norm, group_norm, layer_norm  # noqa: E402
-from .pooling import avg_pool2d, max_pool2d  # noqa: E402
+from .pooling import avg_pool2d, max_pool2d, max_unpool2d  # noqa: E402
 from ..functions.attention import scaled_dot_product_attention  # noqa: E402,F401
