@@ -244,10 +244,12 @@ class Tensor:
         self._grad = None
 
     # ------------------------------------------------------------- conversion
-    def numpy(self) -> np.ndarray:
+    def numpy(self, *, force=False) -> np.ndarray:
         """The data as a NumPy array (copied from the GPU when needed).
 
         On the CPU this shares memory with ``.data``, like ``torch.Tensor.numpy``.
+        minigrad always does what PyTorch's ``force=True`` does (no error for a
+        tensor that requires grad or lives on the GPU), so ``force`` changes nothing.
         """
         return backend.asnumpy(self._data)
 
@@ -824,8 +826,9 @@ class Tensor:
         """log Σ exp over ``dim``, computed stably."""
         return R.LogSumExp(dim, keepdim)(self)
 
-    def cumsum(self, dim):
-        return R.CumSum(dim)(self)
+    def cumsum(self, dim, dtype=None):
+        """Running sums along ``dim``, computed in ``dtype`` when given."""
+        return R.CumSum(dim)(self if dtype is None else self.to(dtype=dtype))
 
     def prod(self, dim=None, keepdim=False, dtype=None):
         x = self if dtype is None else self.to(dtype=dtype)
@@ -981,8 +984,10 @@ class Tensor:
     def mul_(self, other):
         return inplace.mul_(self, other)
 
-    def div_(self, other):
-        return inplace.div_(self, other)
+    def div_(self, other, *, rounding_mode=None):
+        if rounding_mode is None:
+            return inplace.div_(self, other)
+        return inplace.copy_(self, self.div(other, rounding_mode=rounding_mode))
 
     def clamp_(self, min=None, max=None):  # noqa: A002 (PyTorch's names)
         return inplace.clamp_(self, min, max)
@@ -995,7 +1000,9 @@ class Tensor:
     def fill_(self, value):
         return inplace.fill_(self, value)
 
-    def copy_(self, src):
+    def copy_(self, src, non_blocking=False):
+        """Copy ``src``'s values into this tensor (see :func:`minigrad.inplace.copy_`);
+        the copy is always synchronous, whatever ``non_blocking`` says."""
         return inplace.copy_(self, src)
 
     def __setitem__(self, index, value):

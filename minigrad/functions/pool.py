@@ -122,12 +122,15 @@ class AvgPool2d(Function):
     ``count_include_pad=True`` (PyTorch's default) divides by KH·KW everywhere
     (by the part of the window inside the padded input, for ``ceil_mode``'s
     last, partial window); False divides by the number of real (unpadded)
-    inputs in the window.
+    inputs in the window.  ``divisor_override`` divides every window's sum
+    by that number instead.
     """
 
-    def __init__(self, kernel, stride, padding, count_include_pad=True, ceil_mode=False):
+    def __init__(self, kernel, stride, padding, count_include_pad=True, ceil_mode=False,
+                 divisor_override=None):
         self.kernel, self.stride, self.padding = kernel, stride, padding
         self.count_include_pad, self.ceil_mode = count_include_pad, ceil_mode
+        self.divisor_override = divisor_override
 
     def _divisor(self, xp, h, w, out_hw, dtype):
         """The window sizes: KH·KW, or the count of real (or real and padded)
@@ -135,6 +138,8 @@ class AvgPool2d(Function):
         kh, kw = self.kernel
         (pt, pb), (pl, pr) = self.pads
         ph, pw = self.padding
+        if self.divisor_override is not None:
+            return xp.asarray(self.divisor_override, dtype=dtype)
         if pb == ph and pr == pw and (self.count_include_pad or self.padding == (0, 0)):
             return xp.asarray(kh * kw, dtype=dtype)
         if self.count_include_pad:      # the padded input counts, ceil_mode's overhang not

@@ -41,9 +41,11 @@ def _index_array(ids, device):
 
 
 # ---------------------------------------------------------------- activations
-def relu(x: Tensor) -> Tensor:
-    """max(x, 0) elementwise; gradient 0 at 0 (as PyTorch)."""
-    return E.ReLU()(_tensor(x, "relu"))
+def relu(x: Tensor, inplace: bool = False) -> Tensor:
+    """max(x, 0) elementwise; gradient 0 at 0 (as PyTorch).  ``inplace=True``
+    writes the result into ``x`` and returns ``x`` (see :func:`_in_place`)."""
+    out = E.ReLU()(_tensor(x, "relu"))
+    return x.copy_(out) if inplace else out
 
 
 def tanh(x: Tensor) -> Tensor:
@@ -84,19 +86,19 @@ def softmin(x: Tensor, dim: int = -1, *, axis=None) -> Tensor:
     return softmax(-_tensor(x, "softmin"), dim, axis=axis)
 
 
-def silu(x: Tensor) -> Tensor:
+def silu(x: Tensor, inplace: bool = False) -> Tensor:
     """x·σ(x) ("swish"); see :class:`minigrad.functions.activation.SiLU`."""
-    return A.SiLU()(_tensor(x, "silu"))
+    return _in_place(x, A.SiLU()(_tensor(x, "silu")), inplace)
 
 
-def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x for x > 0, negative_slope·x otherwise."""
-    return A.LeakyReLU(negative_slope)(_tensor(x, "leaky_relu"))
+    return _in_place(x, A.LeakyReLU(negative_slope)(_tensor(x, "leaky_relu")), inplace)
 
 
-def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
+def elu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x for x > 0, alpha·(exp(x) - 1) otherwise (Clevert et al. 2016)."""
-    return A.ELU(alpha)(_tensor(x, "elu"))
+    return _in_place(x, A.ELU(alpha)(_tensor(x, "elu")), inplace)
 
 
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -104,31 +106,41 @@ def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     return A.Softplus(beta, threshold)(_tensor(x, "softplus"))
 
 
-def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
     """x clipped to [min_val, max_val] (gradient 1 strictly inside, else 0)."""
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val ({min_val}) must not exceed max_val ({max_val})")
-    return A.Hardtanh(min_val, max_val)(_tensor(x, "hardtanh"))
+    return _in_place(x, A.Hardtanh(min_val, max_val)(_tensor(x, "hardtanh")), inplace)
 
 
-def relu6(x: Tensor) -> Tensor:
+def relu6(x: Tensor, inplace: bool = False) -> Tensor:
     """min(max(x, 0), 6): hardtanh(x, 0, 6)."""
-    return A.Hardtanh(0.0, 6.0)(_tensor(x, "relu6"))
+    return _in_place(x, A.Hardtanh(0.0, 6.0)(_tensor(x, "relu6")), inplace)
 
 
-def mish(x: Tensor) -> Tensor:
+def mish(x: Tensor, inplace: bool = False) -> Tensor:
     """x·tanh(softplus(x)) (Misra 2019)."""
-    return A.Mish()(_tensor(x, "mish"))
+    return _in_place(x, A.Mish()(_tensor(x, "mish")), inplace)
 
 
-def hardswish(x: Tensor) -> Tensor:
+def hardswish(x: Tensor, inplace: bool = False) -> Tensor:
     """x·relu6(x + 3)/6 (Howard et al. 2019)."""
-    return A.Hardswish()(_tensor(x, "hardswish"))
+    return _in_place(x, A.Hardswish()(_tensor(x, "hardswish")), inplace)
 
 
 def logsigmoid(x: Tensor) -> Tensor:
     """log σ(x), stable for large |x|."""
     return A.LogSigmoid()(_tensor(x, "logsigmoid"))
+
+
+def _in_place(x: Tensor, out: Tensor, inplace: bool) -> Tensor:
+    """PyTorch's ``inplace=True`` of an activation: ``x`` takes the values of
+    ``out`` (``x.copy_(out)``) and is returned; the gradient still flows
+    through the activation to ``x``'s old value.  As every in-place
+    operation (:mod:`minigrad.inplace`), it raises RuntimeError on a leaf
+    that requires grad, or on a view, while gradients are recorded."""
+    return x.copy_(out) if inplace else out
 
 
 # ------------------------------------------------------------ shape helpers
@@ -371,8 +383,8 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
     Args:
         x: any shape, floating.
         p: drop probability in [0, 1).
-        inplace: must stay False (PyTorch's fourth argument; minigrad
-            always returns a new tensor).
+        inplace: write the result into ``x`` and return ``x`` (see
+            :func:`_in_place`).
         generator: draw from this ``numpy.random.Generator`` instead.
         example_index, step, layer_id: per-example masks, see
             :func:`dropout_uniforms` and :class:`minigrad.nn.Dropout`.
@@ -382,12 +394,10 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
     """
     _tensor(x, "dropout")
     _check_p(p)
-    if inplace:
-        raise ValueError("dropout: inplace=True is not supported; use the returned tensor")
     if not training or p == 0.0:
         return x
     u = dropout_uniforms(x.shape, x.device, generator, example_index, step, layer_id)
-    return DropoutFunction(scaled_mask(u, p, x.dtype))(x)
+    return _in_place(x, DropoutFunction(scaled_mask(u, p, x.dtype))(x), inplace)
 
 
 # --------------------------------------------------------------------- losses

@@ -124,7 +124,7 @@ def _unpool_size(x, indices, kernel, stride, padding, output_size):
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0,  # noqa: A002
-               ceil_mode=False, count_include_pad=True) -> Tensor:
+               ceil_mode=False, count_include_pad=True, divisor_override=None) -> Tensor:
     """Mean over KH×KW windows, as ``torch.nn.functional.avg_pool2d``.
 
     Args:
@@ -134,17 +134,20 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0,  # noqa: A002
             padding (True, PyTorch's default), or by the count of real inputs.
         ceil_mode: as in :func:`max_pool2d`; the last, partial window divides
             by its part inside the padded input (or its real inputs).
+        divisor_override: divide every window's sum by this nonzero int instead.
 
     Returns:
         (N, C, OH, OW).
 
     Raises:
-        ValueError: as :func:`max_pool2d`.
+        ValueError: as :func:`max_pool2d`; a divisor_override of 0.
     """
     _check_input("avg_pool2d", input)
     kernel, stride, padding = _pool_options("avg_pool2d", kernel_size, stride, padding)
+    if divisor_override is not None and divisor_override == 0:
+        raise ValueError("avg_pool2d: divisor_override must not be zero")
     return _pool.AvgPool2d(kernel, stride, padding, count_include_pad,
-                           bool(ceil_mode))(input)
+                           bool(ceil_mode), divisor_override)(input)
 
 
 class MaxPool2d(Module):
@@ -189,16 +192,17 @@ class AvgPool2d(Module):
     """Average pooling layer; see :func:`avg_pool2d` for shapes and errors."""
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
-                 count_include_pad=True):
+                 count_include_pad=True, divisor_override=None):
         super().__init__()
         self.kernel_size, self.stride, self.padding = _pool_options(
             "AvgPool2d", kernel_size, stride, padding)
         self.count_include_pad = count_include_pad
         self.ceil_mode = bool(ceil_mode)
+        self.divisor_override = divisor_override
 
     def forward(self, x: Tensor) -> Tensor:
         return avg_pool2d(x, self.kernel_size, self.stride, self.padding,
-                          self.ceil_mode, self.count_include_pad)
+                          self.ceil_mode, self.count_include_pad, self.divisor_override)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, "
