@@ -472,13 +472,13 @@ class Tensor:
             return R.Min(None, keepdim)(_numpy_call_args(self, "min", None, out))
         return _values_and_indices(self, dim, keepdim, "min")
 
-    def amax(self, dim=(), keepdim=False):
+    def amax(self, dim=None, keepdim=False):
         """The maximum over ``dim`` (an int or a tuple; () or None: all), values
         only; tied maxima share the gradient evenly (``torch.amax``: its
         backward multiplies by the mask, see :class:`~minigrad.functions.reduction.AMax`)."""
         return R.AMax(None if dim == () else dim, keepdim)(self)
 
-    def amin(self, dim=(), keepdim=False):
+    def amin(self, dim=None, keepdim=False):
         """The minimum over ``dim``; see :meth:`amax`."""
         return R.AMin(None if dim == () else dim, keepdim)(self)
 
@@ -867,10 +867,12 @@ class Tensor:
             key = ~self._data
         return Tensor(self._xp.argsort(key, axis=d, kind="stable").astype(np.int64))
 
-    def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 (PyTorch's name)
-        """The ``k`` largest (or smallest) entries along ``dim`` and their
-        positions, as the named tuple (values, indices), largest first."""
+    def topk(self, k, dim=None, largest=True, sorted=True):  # noqa: A002 (PyTorch's name)
+        """The ``k`` largest (or smallest) entries along ``dim`` (None: the
+        last) and their positions, as the named tuple (values, indices),
+        largest first."""
         from . import return_types  # noqa: PLC0415
+        dim = -1 if dim is None else dim
         n = self.shape[dim] if self.ndim else 1
         if not 0 <= k <= n:
             raise ValueError(f"topk: k = {k} is out of range for a dimension of size {n}")

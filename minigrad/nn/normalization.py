@@ -291,8 +291,8 @@ class _BatchNorm(Module):
     _name = "BatchNorm"
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, merge_running_stats=False, device=None,
-                 dtype=None):
+                 track_running_stats=True, device=None, dtype=None, *,
+                 merge_running_stats=False):
         super().__init__()
         if not isinstance(num_features, int) or isinstance(num_features, bool) or \
                 num_features < 1:
