@@ -108,7 +108,9 @@ class ScatterReduce(Function):
     Backward (PyTorch's formulas): "sum" sends g to every contributor; "mean"
     g / n (n contributors); "prod" g times the product of the other
     contributors (exact with zeros among them); "amax"/"amin" g split evenly
-    among the contributors equal to the result.
+    among the contributors equal to the result (an entry of ``a`` left out by
+    ``include_self=False`` takes no share; PyTorch 2.13 counts it in the split,
+    so that its shares of such a tie do not add up to g).
     """
 
     def __init__(self, dim, index, reduce, include_self=True):
@@ -122,17 +124,17 @@ class ScatterReduce(Function):
         self.src_shape = src.shape
         src = src[tuple(slice(0, n) for n in self.index.shape)].astype(a.dtype, copy=False)
         xp = get_array_module(a)
-        self.self_counts = xp.ones(a.shape, dtype=bool)   # a's entry takes part
+        self.takes_part = xp.ones(a.shape, dtype=bool)   # a's entry is a contributor
         if not self.include_self:
-            self.self_counts[self.where] = False
-        out = xp.where(self.self_counts, a, _identity(self.reduce, a.dtype)).astype(a.dtype)
+            self.takes_part[self.where] = False
+        out = xp.where(self.takes_part, a, _identity(self.reduce, a.dtype)).astype(a.dtype)
         if self.reduce in ("sum", "mean"):
             scatter_add(out, self.where, src)
         else:
             op = {"prod": "multiply", "amax": "maximum", "amin": "minimum"}[self.reduce]
             scatter_reduce_at(op, out, self.where, src)
         if self.reduce == "mean":
-            self.n = self.self_counts.astype(a.dtype)
+            self.n = self.takes_part.astype(a.dtype)
             scatter_add(self.n, self.where, xp.ones(src.shape, dtype=a.dtype))
             n = xp.maximum(self.n, 1)
             out = out // n if a.dtype.kind in "iu" else out / n
@@ -151,7 +153,7 @@ class ScatterReduce(Function):
             weight_a, weight_src = self._product_of_the_others()
         else:
             weight_a, weight_src = self._share_of_the_extremum()
-        ga = g * self.self_counts * weight_a
+        ga = g * self.takes_part * weight_a
         gsrc = None
         if self.needs_input_grad[1]:
             gsrc = xp.zeros(self.src_shape, dtype=g.dtype)
@@ -164,10 +166,10 @@ class ScatterReduce(Function):
         zero, the product of the nonzero ones for the zero and 0 for the rest;
         with two or more zeros, 0."""
         xp = get_array_module(self.a)
-        a, src, where, takes_part = self.a, self.src, self.where, self.self_counts
+        a, src, where, takes_part = self.a, self.src, self.where, self.takes_part
         nonzero = xp.where(takes_part & (a != 0), a, 1).astype(a.dtype)
         scatter_reduce_at("multiply", nonzero, where, xp.where(src == 0, 1, src))
-        zeros = (takes_part & (a == 0)).astype(xp.int64)
+        zeros = xp.asarray(takes_part & (a == 0), dtype=xp.int64)   # an array, also 0-d
         scatter_add(zeros, where, (src == 0).astype(xp.int64))
 
         def others(x, p, z):
@@ -178,9 +180,9 @@ class ScatterReduce(Function):
         """1 / (number of contributors equal to the result) for those equal to
         it, 0 for the others (a tie splits the gradient evenly, as PyTorch)."""
         xp = get_array_module(self.a)
-        hit_a = self.self_counts & (self.a == self.out)
+        hit_a = self.takes_part & (self.a == self.out)
         hit_src = self.src == self.out[self.where]
-        count = hit_a.astype(self.a.dtype)
+        count = xp.asarray(hit_a, dtype=self.a.dtype)        # an array, also 0-d
         scatter_add(count, self.where, hit_src.astype(self.a.dtype))
         count = xp.maximum(count, 1)
         return hit_a / count, hit_src / count[self.where]

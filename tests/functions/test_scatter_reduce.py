@@ -166,3 +166,13 @@ def test_scatter_reduce_gradcheck(data, include_self):
         assert check_gradients(
             lambda a, s: a.scatter_reduce(d, index, s, reduce, include_self=include_self),
             [x, src]), reduce
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", REDUCTIONS)
+def test_zero_dimensional_matches_torch(torch, reduce, include_self):
+    compare_with_torch(
+        torch, lambda a, s: a.scatter_reduce(0, np.array(0), s, reduce,
+                                             include_self=include_self),
+        lambda a, s: a.scatter_reduce(0, torch.tensor(0), s, reduce, include_self=include_self),
+        [np.array(1.5), np.array(-2.0)])
