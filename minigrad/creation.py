@@ -172,12 +172,14 @@ def matmul(input, other):  # noqa: A002
     return input @ other
 
 
-def sum(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
-    return x.sum(dim, keepdim, axis=axis, keepdims=keepdims)
+def sum(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A001
+    """The sum over ``dim`` (all by default), computed in ``dtype`` when given."""
+    return x.sum(dim, keepdim, dtype, axis=axis, keepdims=keepdims)
 
 
-def mean(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
-    return x.mean(dim, keepdim, axis=axis, keepdims=keepdims)
+def mean(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+    """The mean over ``dim`` (all by default), computed in ``dtype`` when given."""
+    return x.mean(dim, keepdim, dtype, axis=axis, keepdims=keepdims)
 
 
 def reshape(x, *shape):
@@ -206,12 +208,14 @@ def unsqueeze(x, dim):
     return x.unsqueeze(dim)
 
 
-def softmax(x, dim=-1, *, axis=None):
-    return x.softmax(dim, axis=axis)
+def softmax(x, dim=-1, *, dtype=None, axis=None):
+    """softmax along ``dim``, of ``x`` cast to ``dtype`` first when given."""
+    return (x if dtype is None else x.to(dtype=dtype)).softmax(dim, axis=axis)
 
 
-def log_softmax(x, dim=-1, *, axis=None):
-    return x.log_softmax(dim, axis=axis)
+def log_softmax(x, dim=-1, *, dtype=None, axis=None):
+    """log_softmax along ``dim``, of ``x`` cast to ``dtype`` first when given."""
+    return (x if dtype is None else x.to(dtype=dtype)).log_softmax(dim, axis=axis)
 
 
 sin = _unary("sin", E.Sin)

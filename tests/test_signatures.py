@@ -36,11 +36,9 @@ NOT_TAKEN = {
     "GroupNorm": {"bias"},                     # affine=False covers the weightless case
     "Hardtanh": {"min_value", "max_value"},    # deprecated aliases in PyTorch
     "mse_loss": {"weight"},                    # PyTorch 2.13's new per-element weight
-    "normalize": set(),
     "scaled_dot_product_attention": {"enable_gqa"},   # grouped-query heads: not built
-    "softmax": {"dtype"}, "log_softmax": {"dtype"}, "softmin": {"dtype"},
-    "cumsum": set(), "sum": {"dtype"}, "mean": {"dtype"},
-    "type": {"kwargs"}, "cuda": {"device"}, "to": {"args", "kwargs"},
+    "cuda": {"device"},                        # one GPU: "cuda"
+    "to": {"args", "kwargs"},                  # to(device=None, dtype=None) by keyword
     "load": {"f", "map_location", "pickle_module", "weights_only", "mmap",
              "pickle_load_args"},                 # minigrad's own file format
     "save": {"f", "pickle_module", "pickle_protocol", "_use_new_zipfile_serialization",
@@ -142,8 +140,7 @@ def _mismatches(name, mine, theirs, method=False):
         theirs = theirs[1:]
     problems = []
     skip_first = not method and not name[:1].isupper()
-    theirs = [(DOCSTRING_NAMES.get((name, p), p), d, k) for p, d, k in theirs
-              if p not in PLUMBING and p not in NOT_TAKEN.get(name, ())]
+    theirs = _left_for_minigrad(name, theirs)
     positional = [p for p in ours if p[2] in (inspect.Parameter.POSITIONAL_ONLY,
                                               inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     by_name = {p[0]: p for p in ours}
@@ -172,6 +169,21 @@ def _mismatches(name, mine, theirs, method=False):
         if not _same_default(ours_default, default):
             problems.append(f"{pname!r}: default {ours_default!r}, PyTorch's {default!r}")
     return problems
+
+
+def _left_for_minigrad(name, theirs):
+    """PyTorch's parameters without the plumbing and those minigrad does not
+    take, under minigrad's names.  A positional parameter after a left-out
+    one counts as keyword-only: its position cannot be the same in minigrad."""
+    kept, shifted = [], False
+    for pname, default, kind in theirs:
+        if pname in PLUMBING or pname in NOT_TAKEN.get(name, ()):
+            shifted |= kind == inspect.Parameter.POSITIONAL_OR_KEYWORD
+            continue
+        if shifted and kind == inspect.Parameter.POSITIONAL_OR_KEYWORD:
+            kind = inspect.Parameter.KEYWORD_ONLY
+        kept.append((DOCSTRING_NAMES.get((name, pname), pname), default, kind))
+    return kept
 
 
 def _same_default(a, b):
@@ -237,3 +249,26 @@ def test_pytorch_takes_minigrads_keyword(torch, method, keyword):
 def test_concatenate_takes_dim(torch):
     assert torch.concatenate([torch.ones(2)], dim=0).shape == (2,)
     assert minigrad.concatenate([minigrad.ones(2)], dim=0).shape == (2,)
+
+
+def test_the_comparison_finds_each_kind_of_difference(torch):
+    """A wrong default, swapped positions and a missing keyword are reported."""
+    tf = torch.nn.functional
+
+    def leaky_relu(x, negative_slope=0.02, inplace=False):
+        """A default that is not PyTorch's."""
+
+    def elu(x, inplace=False, alpha=1.0):
+        """Two arguments swapped."""
+
+    def softmax(x, dim=-1):
+        """PyTorch's keyword dtype missing."""
+
+    assert _mismatches("leaky_relu", leaky_relu, _torch_parameters(tf.leaky_relu, "x")) == \
+        ["'negative_slope': default 0.02, PyTorch's 0.01"]
+    assert len(_mismatches("elu", elu, _torch_parameters(tf.elu, "elu"))) == 2
+    assert _mismatches("softmax", softmax, _torch_parameters(tf.softmax, "softmax")) == \
+        ["'dtype' missing"]
+    # a C function: its parameters come from the docstring
+    assert [p[0] for p in _torch_parameters(torch.Tensor.sort, "sort")] == \
+        ["dim", "descending"]

@@ -69,21 +69,24 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     return GELU(approximate)(_tensor(x, "gelu"))
 
 
-def softmax(x: Tensor, dim: int = -1, *, axis=None) -> Tensor:
+def softmax(x: Tensor, dim: int = -1, *, dtype=None, axis=None) -> Tensor:
     """exp(x) / Σ exp(x) along ``dim`` (or ``axis``; stable: the maximum is
-    subtracted)."""
-    return SM.Softmax(dim if axis is None else axis)(_tensor(x, "softmax"))
+    subtracted); ``x`` is cast to ``dtype`` first when given."""
+    x = _tensor(x, "softmax") if dtype is None else _tensor(x, "softmax").to(dtype=dtype)
+    return SM.Softmax(dim if axis is None else axis)(x)
 
 
-def log_softmax(x: Tensor, dim: int = -1, *, axis=None) -> Tensor:
+def log_softmax(x: Tensor, dim: int = -1, *, dtype=None, axis=None) -> Tensor:
     """x - logsumexp(x) along ``dim`` (or ``axis``; stable, finite for -inf
-    entries in a row with a finite one)."""
-    return SM.LogSoftmax(dim if axis is None else axis)(_tensor(x, "log_softmax"))
+    entries in a row with a finite one); ``x`` is cast to ``dtype`` first when given."""
+    x = _tensor(x, "log_softmax") if dtype is None else \
+        _tensor(x, "log_softmax").to(dtype=dtype)
+    return SM.LogSoftmax(dim if axis is None else axis)(x)
 
 
-def softmin(x: Tensor, dim: int = -1, *, axis=None) -> Tensor:
+def softmin(x: Tensor, dim: int = -1, *, dtype=None, axis=None) -> Tensor:
     """softmax(-x) along ``dim``: the smallest entry gets the largest weight."""
-    return softmax(-_tensor(x, "softmin"), dim, axis=axis)
+    return softmax(-_tensor(x, "softmin"), dim, dtype=dtype, axis=axis)
 
 
 def silu(x: Tensor, inplace: bool = False) -> Tensor:
