@@ -30,8 +30,6 @@ PLUMBING = {"out", "layout", "pin_memory", "memory_format", "_stacklevel", "spar
 NOT_TAKEN = {
     "embedding": {"max_norm", "norm_type", "scale_grad_by_freq", "sparse"},  # not built
     "Embedding": {"max_norm", "norm_type", "scale_grad_by_freq", "sparse"},
-    "Conv1d": {"padding_mode"}, "Conv2d": {"padding_mode"},   # zeros padding only
-    "ConvTranspose2d": {"padding_mode"},
     "BatchNorm1d": {"bias"}, "BatchNorm2d": {"bias"}, "SyncBatchNorm": {"bias"},
     "GroupNorm": {"bias"},                     # affine=False covers the weightless case
     "Hardtanh": {"min_value", "max_value"},    # deprecated aliases in PyTorch

@@ -175,3 +175,31 @@ def test_errors_name_the_shapes():
         F.interpolate(minigrad.ones(1, 1, 2), size=3, align_corners=True)
     with pytest.raises(ValueError, match="antialias=True is not supported"):
         F.interpolate(minigrad.ones(1, 1, 2, 2), size=1, mode="bilinear", antialias=True)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("padding, stride, dilation", [(1, 1, 1), ((2, 1), 2, 1),
+                                                       ("same", 1, 2)])
+def test_conv2d_padding_modes_match_torch(torch, mode, padding, stride, dilation):
+    mine = nn.Conv2d(4, 3, 3, stride, padding, dilation, padding_mode=mode, dtype=np.float64)
+    theirs = torch.nn.Conv2d(4, 3, 3, stride, padding, dilation, padding_mode=mode,
+                             dtype=torch.float64)
+    with torch.no_grad():
+        theirs.weight.copy_(torch.tensor(mine.weight.numpy()))
+        theirs.bias.copy_(torch.tensor(mine.bias.numpy()))
+    compare_with_torch(torch, mine, theirs, [X2])
+    if padding == 1:
+        mine1 = nn.Conv1d(4, 6, 3, padding=2, padding_mode=mode, dtype=np.float64)
+        theirs1 = torch.nn.Conv1d(4, 6, 3, padding=2, padding_mode=mode, dtype=torch.float64)
+        with torch.no_grad():
+            theirs1.weight.copy_(torch.tensor(mine1.weight.numpy()))
+            theirs1.bias.copy_(torch.tensor(mine1.bias.numpy()))
+        compare_with_torch(torch, mine1, theirs1, [X1])
+        assert f"padding_mode={mode!r}" in repr(mine)
+
+
+def test_padding_mode_errors():
+    with pytest.raises(ValueError, match="padding_mode must be one of 'zeros', 'reflect'"):
+        nn.Conv2d(1, 1, 3, padding_mode="mirror")
+    with pytest.raises(ValueError, match="only padding_mode='zeros' is supported"):
+        nn.ConvTranspose2d(1, 1, 3, padding_mode="reflect")
