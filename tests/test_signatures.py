@@ -34,7 +34,6 @@ NOT_TAKEN = {
     "GroupNorm": {"bias"},                     # affine=False covers the weightless case
     "Hardtanh": {"min_value", "max_value"},    # deprecated aliases in PyTorch
     "mse_loss": {"weight"},                    # PyTorch 2.13's new per-element weight
-    "scaled_dot_product_attention": {"enable_gqa"},   # grouped-query heads: not built
     "cuda": {"device"},                        # one GPU: "cuda"
     "to": {"args", "kwargs"},                  # to(device=None, dtype=None) by keyword
     "load": {"f", "map_location", "pickle_module", "weights_only", "mmap",
