@@ -33,7 +33,6 @@ NOT_TAKEN = {
     "BatchNorm1d": {"bias"}, "BatchNorm2d": {"bias"}, "SyncBatchNorm": {"bias"},
     "GroupNorm": {"bias"},                     # affine=False covers the weightless case
     "Hardtanh": {"min_value", "max_value"},    # deprecated aliases in PyTorch
-    "mse_loss": {"weight"},                    # PyTorch 2.13's new per-element weight
     "cuda": {"device"},                        # one GPU: "cuda"
     "to": {"args", "kwargs"},                  # to(device=None, dtype=None) by keyword
     "load": {"f", "map_location", "pickle_module", "weights_only", "mmap",

@@ -527,16 +527,19 @@ def nll_loss(log_probs: Tensor, target, weight=None, size_average=None,
 
 
 def mse_loss(input: Tensor, target, size_average=None, reduce=None,  # noqa: A002
-             reduction: str = "mean") -> Tensor:
+             reduction: str = "mean", weight=None) -> Tensor:
     """Mean squared error (input - target)², reduced by "mean" | "sum" | "none".
 
     ``input`` and ``target`` broadcast together and each gets its gradient
     back in its own shape; both may require gradients.  When their shapes
     differ a UserWarning is issued, as in PyTorch: (N, 1) against (N,)
-    broadcasts to (N, N), a classic silent bug.
+    broadcasts to (N, N), a classic silent bug.  ``weight`` (the input's
+    shape) multiplies each squared error; "mean" is then Σ w·(x - y)² / Σ w
+    (PyTorch's).
 
     Raises:
-        ValueError: shapes that do not broadcast, or an unknown reduction.
+        ValueError: shapes that do not broadcast, a weight of another shape
+            than the input, or an unknown reduction.
     """
     _no_legacy_reduction("mse_loss", size_average, reduce)
     check_reduction("mse_loss", reduction)
@@ -552,9 +555,25 @@ def mse_loss(input: Tensor, target, size_average=None, reduce=None,  # noqa: A00
                       f"{diff.shape}, which is likely not what you want (give both "
                       "the same shape)", UserWarning, stacklevel=2)
     squared = diff * diff
+    if weight is not None:
+        weight = _mse_weight(weight, input)
+        squared = squared * weight
     if reduction == "none":
         return squared
-    return squared.sum() if reduction == "sum" else squared.mean()
+    if reduction == "sum":
+        return squared.sum()
+    return squared.mean() if weight is None else squared.sum() / weight.sum()
+
+
+def _mse_weight(weight, input):  # noqa: A002
+    """mse_loss's weight as a Tensor of the input's shape (it may require grad)."""
+    if not isinstance(weight, Tensor):
+        weight = Tensor(backend.to_device(backend.as_array(weight).astype(input.dtype),
+                                          input.device))
+    if weight.shape != input.shape:
+        raise ValueError(f"mse_loss: weight of shape {weight.shape} must have the input's "
+                         f"shape {input.shape}")
+    return weight
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target, weight=None,  # noqa: A002
