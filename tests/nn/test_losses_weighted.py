@@ -1,5 +1,5 @@
 """Class weights in cross_entropy / nll_loss (PyTorch's normalization by the
-summed target weight), their exact accumulation with a float ``num_items``, and
+summed target weight), their exact accumulation with a float ``num_items``,
 binary_cross_entropy on probabilities (logs clamped at -100), and mse_loss's
 per-element weight."""
 from __future__ import annotations
