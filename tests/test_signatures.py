@@ -30,8 +30,8 @@ PLUMBING = {"out", "layout", "pin_memory", "memory_format", "_stacklevel", "spar
 NOT_TAKEN = {
     "embedding": {"max_norm", "norm_type", "scale_grad_by_freq", "sparse"},  # not built
     "Embedding": {"max_norm", "norm_type", "scale_grad_by_freq", "sparse"},
+    # PyTorch 2.13's weight-only affine BatchNorm (bias=False): not built
     "BatchNorm1d": {"bias"}, "BatchNorm2d": {"bias"}, "SyncBatchNorm": {"bias"},
-    "GroupNorm": {"bias"},                     # affine=False covers the weightless case
     "Hardtanh": {"min_value", "max_value"},    # deprecated aliases in PyTorch
     "cuda": {"device"},                        # one GPU: "cuda"
     "to": {"args", "kwargs"},                  # to(device=None, dtype=None) by keyword
