@@ -12,9 +12,9 @@ from .creation import (abs, all, amax, amin, any, arange, argmax, argmin, argsor
                        linspace, log, log2, log10, log_softmax, logsumexp, matmul, max,
                        maximum, mean, min, minimum, ones, ones_like, permute, prod, rand,
                        randn, relu, remainder, reshape, roll, round, rsqrt, scatter,
-                       scatter_add, sigmoid, sign, sin, softmax, sort, sqrt, squeeze, stack,
-                       std, sum, take_along_dim, tanh, tensor, topk, transpose, trunc,
-                       unflatten, unsqueeze, var, where, zeros, zeros_like)
+                       scatter_add, scatter_reduce, sigmoid, sign, sin, softmax, sort, sqrt,
+                       squeeze, stack, std, sum, take_along_dim, tanh, tensor, topk,
+                       transpose, trunc, unflatten, unsqueeze, var, where, zeros, zeros_like)
 from .functions.attention import masked_fill, tril, triu
 from .gradcheck import GradcheckError, gradcheck
 from .random import manual_seed

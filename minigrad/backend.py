@@ -199,6 +199,27 @@ def scatter_add(target, indices, values) -> None:
         np.add.at(target, indices, values)
 
 
+def scatter_reduce_at(op: str, target, indices, values) -> None:
+    """``target[indices] = op(target[indices], values)`` in place, a repeated
+    index applying ``op`` once per occurrence; ``op`` is ``"multiply"``,
+    ``"maximum"`` or ``"minimum"`` (:func:`scatter_add` for ``"add"``).
+
+    NumPy's ``np.<op>.at``; on the GPU ``cupy.maximum.at``/``cupy.minimum.at``,
+    and the product on the host (CuPy has no ``multiply.at``).
+    """
+    if not is_cupy_array(target):
+        getattr(np, op).at(target, indices, values)
+        return
+    check_index_bounds(indices, target.shape)
+    if op == "multiply":
+        host = asnumpy(target)
+        np.multiply.at(host, tuple(asnumpy(i) if is_cupy_array(i) else i for i in indices),
+                       asnumpy(values))
+        target[...] = _cupy.asarray(host)
+    else:
+        getattr(_cupy, op).at(target, indices, values)
+
+
 def check_index_bounds(index, shape) -> None:
     """Raise IndexError, as NumPy does, when an integer in ``index`` is out of
     bounds for ``shape``.

@@ -56,12 +56,14 @@ ones = _creator(lambda xp, shape, dt: xp.ones(shape, dtype=dt))
 ones.__doc__ = "``ones(*shape, dtype=None, device='cpu', requires_grad=False)``: a tensor of 1s."
 
 
-def zeros_like(t: Tensor, dtype=None, requires_grad=False) -> Tensor:
-    return Tensor(t._xp.zeros_like(t.data, dtype=dtype), requires_grad=requires_grad)
+def zeros_like(t: Tensor, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """0s of ``t``'s shape, dtype and device (unless given)."""
+    return full_like(t, 0, dtype, device, requires_grad)
 
 
-def ones_like(t: Tensor, dtype=None, requires_grad=False) -> Tensor:
-    return Tensor(t._xp.ones_like(t.data, dtype=dtype), requires_grad=requires_grad)
+def ones_like(t: Tensor, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """1s of ``t``'s shape, dtype and device (unless given)."""
+    return full_like(t, 1, dtype, device, requires_grad)
 
 
 def arange(*args, dtype=None, device="cpu", requires_grad=False) -> Tensor:
@@ -104,25 +106,26 @@ def rand(*shape, dtype=None, device="cpu", requires_grad=False, generator=None) 
     return Tensor(backend.to_device(arr, device), requires_grad=requires_grad)
 
 
-def maximum(a, b) -> Tensor:
+def maximum(input, other) -> Tensor:  # noqa: A002 (PyTorch's names)
     """Elementwise maximum (ties split the gradient evenly)."""
-    return E.Maximum()(a, b)
+    return E.Maximum()(input, other)
 
 
-def minimum(a, b) -> Tensor:
+def minimum(input, other) -> Tensor:  # noqa: A002
     """Elementwise minimum (ties split the gradient evenly)."""
-    return E.Minimum()(a, b)
+    return E.Minimum()(input, other)
 
 
-def where(condition, x, y) -> Tensor:
-    """``x`` where ``condition`` is true, else ``y``; no gradient flows to ``condition``."""
+def where(condition, input, other) -> Tensor:  # noqa: A002
+    """``input`` where ``condition`` is true, else ``other``; no gradient flows
+    to ``condition``."""
     cond = condition.data if isinstance(condition, Tensor) else condition
-    ref = x if isinstance(x, Tensor) else y if isinstance(y, Tensor) else None
+    ref = input if isinstance(input, Tensor) else other if isinstance(other, Tensor) else None
     if ref is not None:
         cond = ref._xp.asarray(cond)
     if cond.dtype != np.bool_:
         cond = cond.astype(bool)
-    return E.Where(cond)(x, y)
+    return E.Where(cond)(input, other)
 
 
 def concatenate(tensors, dim=0, *, axis=None) -> Tensor:
@@ -165,16 +168,18 @@ def clip(x, min=None, max=None):  # noqa: A002
     return x.clip(min, max)
 
 
-def matmul(a, b):
-    return a @ b
+def matmul(input, other):  # noqa: A002
+    return input @ other
 
 
-def sum(x, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A001
-    return x.sum(dim, keepdim, axis=axis, keepdims=keepdims)
+def sum(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A001
+    """The sum over ``dim`` (all by default), computed in ``dtype`` when given."""
+    return x.sum(dim, keepdim, dtype, axis=axis, keepdims=keepdims)
 
 
-def mean(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
-    return x.mean(dim, keepdim, axis=axis, keepdims=keepdims)
+def mean(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+    """The mean over ``dim`` (all by default), computed in ``dtype`` when given."""
+    return x.mean(dim, keepdim, dtype, axis=axis, keepdims=keepdims)
 
 
 def reshape(x, *shape):
@@ -203,12 +208,14 @@ def unsqueeze(x, dim):
     return x.unsqueeze(dim)
 
 
-def softmax(x, dim=-1, *, axis=None):
-    return x.softmax(dim, axis=axis)
+def softmax(x, dim=-1, *, dtype=None, axis=None):
+    """softmax along ``dim``, of ``x`` cast to ``dtype`` first when given."""
+    return (x if dtype is None else x.to(dtype=dtype)).softmax(dim, axis=axis)
 
 
-def log_softmax(x, dim=-1, *, axis=None):
-    return x.log_softmax(dim, axis=axis)
+def log_softmax(x, dim=-1, *, dtype=None, axis=None):
+    """log_softmax along ``dim``, of ``x`` cast to ``dtype`` first when given."""
+    return (x if dtype is None else x.to(dtype=dtype)).log_softmax(dim, axis=axis)
 
 
 sin = _unary("sin", E.Sin)
@@ -229,14 +236,14 @@ def _method(name):
 
 (erf, floor, ceil, round, trunc, sign, isnan, isinf, isfinite, lerp, remainder,  # noqa: A001
  floor_divide, flip, roll, diagonal, gather, take_along_dim, index_select, scatter,
- scatter_add, logsumexp, cumsum, prod, argmax, argmin, all, any, sort, argsort, topk,  # noqa: A001
- var, std, amax, amin, flatten, unflatten, max, min) = [  # noqa: A001
+ scatter_add, scatter_reduce, logsumexp, cumsum, prod, argmax, argmin, all,  # noqa: A001
+ any, sort, argsort, topk, var, std, amax, amin, flatten, unflatten, max, min) = [  # noqa: A001
     _method(n) for n in (
         "erf", "floor", "ceil", "round", "trunc", "sign", "isnan", "isinf", "isfinite",
         "lerp", "remainder", "floor_divide", "flip", "roll", "diagonal", "gather",
-        "take_along_dim", "index_select", "scatter", "scatter_add", "logsumexp", "cumsum",
-        "prod", "argmax", "argmin", "all", "any", "sort", "argsort", "topk", "var", "std",
-        "amax", "amin", "flatten", "unflatten", "max", "min")]
+        "take_along_dim", "index_select", "scatter", "scatter_add", "scatter_reduce",
+        "logsumexp", "cumsum", "prod", "argmax", "argmin", "all", "any", "sort", "argsort",
+        "topk", "var", "std", "amax", "amin", "flatten", "unflatten", "max", "min")]
 
 
 # --------------------------------------------------------------- creation
@@ -251,9 +258,10 @@ def full(size, fill_value, dtype=None, device="cpu", requires_grad=False) -> Ten
     return Tensor(arr, requires_grad=requires_grad)
 
 
-def full_like(t: Tensor, fill_value, dtype=None, requires_grad=False) -> Tensor:
-    """A tensor of ``t``'s shape, dtype (unless given) and device filled with ``fill_value``."""
-    return full(t.shape, fill_value, dtype or t.dtype, t.device, requires_grad)
+def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ``t``'s shape, dtype and device (unless given) filled with
+    ``fill_value``."""
+    return full(t.shape, fill_value, dtype or t.dtype, device or t.device, requires_grad)
 
 
 empty = _creator(lambda xp, shape, dt: xp.empty(shape, dtype=dt))

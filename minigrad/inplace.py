@@ -232,46 +232,64 @@ class _SetItem(autograd.Function):
     Backward: the gradient of ``a`` is g with the written positions zeroed;
     the gradient of ``value`` is g at those positions, summed back to its
     shape (a position written twice counts twice, as PyTorch's ``index_put_``).
+
+    Ints mixed with arrays select first, as in PyTorch's ``x[0, :, [1, 2]] = v``
+    (see :func:`~minigrad.functions.shape.select_ints_first`): the ints pick a
+    view, the arrays then index it, so ``value`` broadcasts to the shape that
+    ``x[0, :, [1, 2]]`` reads, (3, 2) for x of shape (2, 3, 4).
     """
 
     def __init__(self, index):
         self.index = index
 
     def forward(self, a, value):
-        from .functions.shape import normalize_index  # noqa: PLC0415
+        from .functions.shape import normalize_index, select_ints_first  # noqa: PLC0415
         xp = backend.get_array_module(a)
         self.index = normalize_index(self.index, xp)
         if xp is not np:                        # CuPy wraps out-of-bounds indices
             backend.check_index_bounds(self.index, a.shape)
+        split = select_ints_first(self.index)  # PyTorch's order: the ints first
+        self.first, self.index = (None, self.index) if split is None else split
         self.value_shape = value.shape
+        lead = next((k for k, n in enumerate(value.shape) if n != 1), value.ndim)
+        value = value.reshape(value.shape[lead:])   # leading 1s broadcast away (PyTorch)
         out = a.copy()
         try:
-            out[self.index] = value
+            self._place(out)[self.index] = value
         except (IndexError, ValueError, TypeError) as e:
             kind = IndexError if isinstance(e, IndexError) else ValueError
-            raise kind(f"__setitem__: cannot assign a value of shape {tuple(value.shape)} to "
-                       f"index {self.index!r} of a tensor of shape {tuple(a.shape)}: the value "
-                       f"must broadcast to the selected shape {_selected_shape(a, self.index)} "
-                       f"({e})") from None
+            raise kind(f"__setitem__: cannot assign a value of shape "
+                       f"{tuple(self.value_shape)} to index {self._full_index()!r} of a "
+                       f"tensor of shape {tuple(a.shape)}: the value must broadcast to the "
+                       f"selected shape {_selected_shape(self, a)} ({e})") from None
         return out
 
     def backward(self, g):
         ga = gv = None
         if self.needs_input_grad[0]:
             ga = g.copy()
-            ga[self.index] = 0
+            self._place(ga)[self.index] = 0
         if self.needs_input_grad[1]:
-            gi = g[self.index]
+            gi = self._place(g)[self.index]
             extra = len(self.value_shape) - gi.ndim    # leading 1s that the write dropped
             if extra > 0:
                 gi = gi.reshape((1,) * extra + gi.shape)
             gv = autograd.unbroadcast(gi, self.value_shape)
         return ga, gv
 
+    def _place(self, array):
+        """The view that ``self.index`` indexes: ``array[first]`` when ints
+        mixed with arrays select first (a basic index, so a view that writes
+        through), else ``array`` itself."""
+        return array if self.first is None else array[self.first]
 
-def _selected_shape(a, index):
+    def _full_index(self):
+        return self.index if self.first is None else (self.first, self.index)
+
+
+def _selected_shape(setitem, a):
     try:
-        return tuple(a[index].shape)
+        return tuple(setitem._place(a)[setitem.index].shape)
     except (IndexError, ValueError, TypeError):
         return "(none: the index itself is invalid)"
 

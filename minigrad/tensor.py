@@ -244,10 +244,12 @@ class Tensor:
         self._grad = None
 
     # ------------------------------------------------------------- conversion
-    def numpy(self) -> np.ndarray:
+    def numpy(self, *, force=False) -> np.ndarray:
         """The data as a NumPy array (copied from the GPU when needed).
 
         On the CPU this shares memory with ``.data``, like ``torch.Tensor.numpy``.
+        minigrad always does what PyTorch's ``force=True`` does (no error for a
+        tensor that requires grad or lives on the GPU), so ``force`` changes nothing.
         """
         return backend.asnumpy(self._data)
 
@@ -470,13 +472,13 @@ class Tensor:
             return R.Min(None, keepdim)(_numpy_call_args(self, "min", None, out))
         return _values_and_indices(self, dim, keepdim, "min")
 
-    def amax(self, dim=(), keepdim=False):
+    def amax(self, dim=None, keepdim=False):
         """The maximum over ``dim`` (an int or a tuple; () or None: all), values
         only; tied maxima share the gradient evenly (``torch.amax``: its
         backward multiplies by the mask, see :class:`~minigrad.functions.reduction.AMax`)."""
         return R.AMax(None if dim == () else dim, keepdim)(self)
 
-    def amin(self, dim=(), keepdim=False):
+    def amin(self, dim=None, keepdim=False):
         """The minimum over ``dim``; see :meth:`amax`."""
         return R.AMin(None if dim == () else dim, keepdim)(self)
 
@@ -783,12 +785,35 @@ class Tensor:
         from .functions.indexing import IndexSelect  # noqa: PLC0415
         return IndexSelect(dim, _int_array(index, self, "index_select"))(self)
 
-    def scatter(self, dim, index, src):
+    def scatter(self, dim, index, src, *, reduce=None):
         """A copy with out[i][index[i][j][k]][k] = src[i][j][k] (dim = 1);
-        ``src`` a Tensor or a number (``torch.scatter``)."""
-        from .functions.indexing import Scatter  # noqa: PLC0415
+        ``src`` a Tensor or a number (``torch.scatter``).  ``reduce="add"`` or
+        ``"multiply"`` combines instead of overwriting: ``scatter_reduce`` with
+        "sum" or "prod" (PyTorch deprecates this form, and gives it no
+        gradient; minigrad gives scatter_reduce's)."""
+        from .functions.indexing import Scatter, ScatterReduce  # noqa: PLC0415
         idx = _int_array(index, self, "scatter")
-        return Scatter(dim, idx)(self, _scatter_source(src, idx, self))
+        source = _scatter_source(src, idx, self)
+        if reduce is None:
+            return Scatter(dim, idx)(self, source)
+        if reduce not in ("add", "multiply"):
+            raise ValueError(f"scatter: reduce must be 'add' or 'multiply' (scatter_reduce "
+                             f"has more), got {reduce!r}")
+        return ScatterReduce(dim, idx, "sum" if reduce == "add" else "prod")(self, source)
+
+    def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+        """A copy in which every src[i][j][k] is combined into
+        out[i][index[i][j][k]][k] (dim = 1) by ``reduce``: "sum", "prod",
+        "mean", "amax" or "amin"; ``include_self=False`` leaves the written
+        entries' own values out (``torch.scatter_reduce``).  ``index`` is an
+        integer tensor with ``self``'s number of dimensions, no larger than
+        ``src``; raises ValueError for another ``reduce``, TypeError for a
+        ``src`` that is not a Tensor."""
+        from .functions.indexing import ScatterReduce  # noqa: PLC0415
+        if not isinstance(src, Tensor):
+            raise TypeError(f"scatter_reduce: src must be a Tensor, got {type(src).__name__}")
+        idx = _int_array(index, self, "scatter_reduce")
+        return ScatterReduce(dim, idx, reduce, include_self)(self, src)
 
     def scatter_add(self, dim, index, src):
         """A copy with out[i][index[i][j][k]][k] += src[i][j][k] (dim = 1)."""
@@ -801,8 +826,9 @@ class Tensor:
         """log Σ exp over ``dim``, computed stably."""
         return R.LogSumExp(dim, keepdim)(self)
 
-    def cumsum(self, dim):
-        return R.CumSum(dim)(self)
+    def cumsum(self, dim, dtype=None):
+        """Running sums along ``dim``, computed in ``dtype`` when given."""
+        return R.CumSum(dim)(self if dtype is None else self.to(dtype=dtype))
 
     def prod(self, dim=None, keepdim=False, dtype=None):
         x = self if dtype is None else self.to(dtype=dtype)
@@ -841,10 +867,12 @@ class Tensor:
             key = ~self._data
         return Tensor(self._xp.argsort(key, axis=d, kind="stable").astype(np.int64))
 
-    def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 (PyTorch's name)
-        """The ``k`` largest (or smallest) entries along ``dim`` and their
-        positions, as the named tuple (values, indices), largest first."""
+    def topk(self, k, dim=None, largest=True, sorted=True):  # noqa: A002 (PyTorch's name)
+        """The ``k`` largest (or smallest) entries along ``dim`` (None: the
+        last) and their positions, as the named tuple (values, indices),
+        largest first."""
         from . import return_types  # noqa: PLC0415
+        dim = -1 if dim is None else dim
         n = self.shape[dim] if self.ndim else 1
         if not 0 <= k <= n:
             raise ValueError(f"topk: k = {k} is out of range for a dimension of size {n}")
@@ -958,8 +986,10 @@ class Tensor:
     def mul_(self, other):
         return inplace.mul_(self, other)
 
-    def div_(self, other):
-        return inplace.div_(self, other)
+    def div_(self, other, *, rounding_mode=None):
+        if rounding_mode is None:
+            return inplace.div_(self, other)
+        return inplace.copy_(self, self.div(other, rounding_mode=rounding_mode))
 
     def clamp_(self, min=None, max=None):  # noqa: A002 (PyTorch's names)
         return inplace.clamp_(self, min, max)
@@ -972,7 +1002,9 @@ class Tensor:
     def fill_(self, value):
         return inplace.fill_(self, value)
 
-    def copy_(self, src):
+    def copy_(self, src, non_blocking=False):
+        """Copy ``src``'s values into this tensor (see :func:`minigrad.inplace.copy_`);
+        the copy is always synchronous, whatever ``non_blocking`` says."""
         return inplace.copy_(self, src)
 
     def __setitem__(self, index, value):

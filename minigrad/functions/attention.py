@@ -184,7 +184,8 @@ class MergeHeads(Function):
 # (Tensor in, Tensor out; checks live in the helpers below them.)
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
-                                 is_causal=False, scale=None, generator=None):
+                                 is_causal=False, scale=None, enable_gqa=False, *,
+                                 generator=None):
     """``torch.nn.functional.scaled_dot_product_attention``: softmax(Q Kᵀ·scale + M) V.
 
     Args:
@@ -199,6 +200,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         is_causal: the lower-triangular causal mask (query i sees keys j <= i,
             aligned at the top-left); cannot be combined with ``attn_mask``.
         scale: default 1/√E.
+        enable_gqa: grouped-query attention (Ainslie et al. 2023): query
+            (..., Hq, L, E) with key and value of Hk heads, Hq a multiple of Hk;
+            each key/value head serves Hq/Hk consecutive query heads.
         generator: a ``numpy.random.Generator`` for the dropout mask (default:
             minigrad's seeded stream, reset by ``minigrad.manual_seed``).
 
@@ -208,14 +212,33 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     Raises:
         ValueError: shapes that do not fit (E of query and key, S of key and
             value, fewer than 2 axes), p outside [0, 1), both ``attn_mask`` and
-            ``is_causal``, a mask that does not broadcast.
+            ``is_causal``, a mask that does not broadcast, with ``enable_gqa``
+            a query head count that is not a multiple of the key/value's.
         TypeError: non-Tensor inputs, different or non-floating dtypes.
 
     Formula: Vaswani et al. 2017, eq. 1; backward in the module docstring.
     """
+    if enable_gqa:
+        key, value = _share_heads(query, key, "key"), _share_heads(query, value, "value")
     fn, inputs = _attention_function(query, key, value, attn_mask, dropout_p, is_causal,
                                      scale, generator, return_weights=False)
     return fn(*inputs)
+
+
+def _share_heads(query, t, name):
+    """``t`` (..., Hk, S, E) with each head repeated Hq/Hk times in a row, so
+    that it has the query's Hq heads (PyTorch's ``repeat_interleave`` along
+    dim -3); the gradient of the copies adds up in the shared head."""
+    if query.ndim < 3 or t.ndim < 3:
+        raise ValueError(f"scaled_dot_product_attention: enable_gqa needs (..., heads, "
+                         f"length, features) inputs, got query {tuple(query.shape)} and "
+                         f"{name} {tuple(t.shape)}")
+    hq, hk = query.shape[-3], t.shape[-3]
+    if hq % hk:
+        raise ValueError(f"scaled_dot_product_attention: enable_gqa needs the query's "
+                         f"{hq} heads to be a multiple of the {name}'s {hk}")
+    lead, (s, e) = t.shape[:-3], t.shape[-2:]
+    return t.unsqueeze(-3).expand(*lead, hk, hq // hk, s, e).reshape(*lead, hq, s, e)
 
 
 def attention_with_weights(query, key, value, attn_mask=None, dropout_p=0.0,

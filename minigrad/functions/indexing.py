@@ -1,5 +1,5 @@
 """Indexing along one dimension: gather, take_along_dim, index_select, scatter,
-scatter_add.
+scatter_add, scatter_reduce.
 
 Each forward picks (or writes) entries at integer positions along ``dim``;
 each backward sends the gradient back to the positions it came from, adding
@@ -7,8 +7,10 @@ up where a position was picked more than once (:func:`minigrad.backend.scatter_a
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd import Function
-from ..backend import get_array_module, scatter_add
+from ..backend import get_array_module, scatter_add, scatter_reduce_at
 from .reduction import normalize_axis
 
 
@@ -94,6 +96,118 @@ class Scatter(ScatterAdd):
     keeps the last; PyTorch leaves it unspecified), so keep indices unique."""
 
     reduce = "set"
+
+
+class ScatterReduce(Function):
+    """out = a, then every src[i][j][k] is combined into out[i][index[i][j][k]][k]
+    (dim = 1) by ``reduce``: "sum", "prod", "mean", "amax" or "amin"
+    (PyTorch's ``scatter_reduce``).  With ``include_self=False`` the entries
+    of ``a`` that receive a source take no part; the others stay as they are.
+    An integer "mean" rounds down, as PyTorch's.
+
+    Backward (PyTorch's formulas): "sum" sends g to every contributor; "mean"
+    g / n (n contributors); "prod" g times the product of the other
+    contributors (exact with zeros among them); "amax"/"amin" g split evenly
+    among the contributors equal to the result (an entry of ``a`` left out by
+    ``include_self=False`` takes no share; PyTorch 2.13 counts it in the split,
+    so that its shares of such a tie do not add up to g).
+    """
+
+    def __init__(self, dim, index, reduce, include_self=True):
+        self.dim, self.index = dim, index
+        self.reduce, self.include_self = check_reduce(reduce), include_self
+
+    def forward(self, a, src):
+        check_index("scatter_reduce", a, self.index, self.dim, src)
+        self.dim = normalize_axis(self.dim, a.ndim, "scatter_reduce")[0] if a.ndim else 0
+        self.where = along_dim(self.index, self.dim) if a.ndim else ()
+        self.src_shape = src.shape
+        src = src[tuple(slice(0, n) for n in self.index.shape)].astype(a.dtype, copy=False)
+        xp = get_array_module(a)
+        self.takes_part = xp.ones(a.shape, dtype=bool)   # a's entry is a contributor
+        if not self.include_self:
+            self.takes_part[self.where] = False
+        out = xp.where(self.takes_part, a, _identity(self.reduce, a.dtype)).astype(a.dtype)
+        if self.reduce in ("sum", "mean"):
+            scatter_add(out, self.where, src)
+        else:
+            op = {"prod": "multiply", "amax": "maximum", "amin": "minimum"}[self.reduce]
+            scatter_reduce_at(op, out, self.where, src)
+        if self.reduce == "mean":
+            self.n = self.takes_part.astype(a.dtype)
+            scatter_add(self.n, self.where, xp.ones(src.shape, dtype=a.dtype))
+            n = xp.maximum(self.n, 1)
+            out = out // n if a.dtype.kind in "iu" else out / n
+        if self.reduce in ("prod", "amax", "amin"):           # what backward reads
+            self.a, self.src, self.out = a, src, out
+        return out
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        if self.reduce == "sum":
+            weight_a, weight_src = 1, 1
+        elif self.reduce == "mean":
+            g = g / xp.maximum(self.n, 1)
+            weight_a, weight_src = 1, 1
+        elif self.reduce == "prod":
+            weight_a, weight_src = self._product_of_the_others()
+        else:
+            weight_a, weight_src = self._share_of_the_extremum()
+        ga = g * self.takes_part * weight_a
+        gsrc = None
+        if self.needs_input_grad[1]:
+            gsrc = xp.zeros(self.src_shape, dtype=g.dtype)
+            gsrc[tuple(slice(0, n) for n in self.index.shape)] = g[self.where] * weight_src
+        return ga, gsrc
+
+    def _product_of_the_others(self):
+        """For each contributor x to a slot, the product of the slot's other
+        contributors: result / x without a zero among them; with exactly one
+        zero, the product of the nonzero ones for the zero and 0 for the rest;
+        with two or more zeros, 0."""
+        xp = get_array_module(self.a)
+        a, src, where, takes_part = self.a, self.src, self.where, self.takes_part
+        nonzero = xp.where(takes_part & (a != 0), a, 1).astype(a.dtype)
+        scatter_reduce_at("multiply", nonzero, where, xp.where(src == 0, 1, src))
+        zeros = xp.asarray(takes_part & (a == 0), dtype=xp.int64)   # an array, also 0-d
+        scatter_add(zeros, where, (src == 0).astype(xp.int64))
+
+        def others(x, p, z):
+            return xp.where(x == 0, p * (z == 1), p / xp.where(x == 0, 1, x) * (z == 0))
+        return others(a, nonzero, zeros), others(src, nonzero[where], zeros[where])
+
+    def _share_of_the_extremum(self):
+        """1 / (number of contributors equal to the result) for those equal to
+        it, 0 for the others (a tie splits the gradient evenly, as PyTorch)."""
+        xp = get_array_module(self.a)
+        hit_a = self.takes_part & (self.a == self.out)
+        hit_src = self.src == self.out[self.where]
+        count = xp.asarray(hit_a, dtype=self.a.dtype)        # an array, also 0-d
+        scatter_add(count, self.where, hit_src.astype(self.a.dtype))
+        count = xp.maximum(count, 1)
+        return hit_a / count, hit_src / count[self.where]
+
+
+def check_reduce(reduce):
+    """PyTorch's reductions for ``scatter_reduce``."""
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+        raise ValueError(f"scatter_reduce: reduce must be one of 'sum', 'prod', 'mean', "
+                         f"'amax', 'amin', got {reduce!r}")
+    return reduce
+
+
+def _identity(reduce, dtype):
+    """The value that leaves every other unchanged under ``reduce``."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    largest = reduce == "amin"                    # amin starts from the largest value
+    if dtype.kind == "f":
+        return np.inf if largest else -np.inf
+    if dtype.kind == "b":
+        return largest
+    return np.iinfo(dtype).max if largest else np.iinfo(dtype).min
 
 
 class IndexSelect(Function):

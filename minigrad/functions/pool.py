@@ -73,8 +73,27 @@ class MaxPool2d(Function):
         win = sliding_windows(xpad, self.kernel, self.stride, self.dilation, (oh, ow))
         flat = win.reshape(n, c, kh * kw, oh, ow)                 # a copy
         self.argmax = flat.argmax(axis=2)[:, :, None]             # (N, C, 1, OH, OW)
-        self.padded_shape = xpad.shape
+        self.padded_shape, self.in_hw = xpad.shape, (h, w)
         return xp.take_along_axis(flat, self.argmax, axis=2)[:, :, 0]
+
+    def flat_indices(self):
+        """Where each window's maximum sits in the flattened H·W input plane,
+        (N, C, OH, OW) int64 (PyTorch's ``return_indices``): row · W + column.
+
+        A window whose real entries all equal the padding value (-inf, or an
+        integer dtype's smallest) may have found its maximum in the padding;
+        it points at its first real entry instead, as PyTorch's kernel does."""
+        xp = get_array_module(self.argmax)
+        (h, w), (kh, kw) = self.in_hw, self.kernel
+        oh, ow = self.argmax.shape[-2:]
+        k = self.argmax[:, :, 0]
+        top = xp.arange(oh)[:, None] * self.stride[0] - self.pads[0][0]
+        left = xp.arange(ow)[None, :] * self.stride[1] - self.pads[1][0]
+        rows, cols = top + (k // kw) * self.dilation[0], left + (k % kw) * self.dilation[1]
+        outside = (rows < 0) | (rows >= h) | (cols < 0) | (cols >= w)
+        rows = xp.where(outside, _first_inside(top, self.dilation[0]), rows)
+        cols = xp.where(outside, _first_inside(left, self.dilation[1]), cols)
+        return (rows * w + cols).astype(xp.int64)
 
     def backward(self, g):
         xp = get_array_module(g)
@@ -92,18 +111,26 @@ class MaxPool2d(Function):
         return crop2d(dxpad, self.pads)
 
 
+def _first_inside(start, step):
+    """The first tap ``start + i·step`` (i >= 0) that is not before 0."""
+    return start + step * (((-start).clip(0) + step - 1) // step)
+
+
 class AvgPool2d(Function):
     """Mean over each KH×KW window.
 
     ``count_include_pad=True`` (PyTorch's default) divides by KH·KW everywhere
     (by the part of the window inside the padded input, for ``ceil_mode``'s
     last, partial window); False divides by the number of real (unpadded)
-    inputs in the window.
+    inputs in the window.  ``divisor_override`` divides every window's sum
+    by that number instead.
     """
 
-    def __init__(self, kernel, stride, padding, count_include_pad=True, ceil_mode=False):
+    def __init__(self, kernel, stride, padding, count_include_pad=True, ceil_mode=False,
+                 divisor_override=None):
         self.kernel, self.stride, self.padding = kernel, stride, padding
         self.count_include_pad, self.ceil_mode = count_include_pad, ceil_mode
+        self.divisor_override = divisor_override
 
     def _divisor(self, xp, h, w, out_hw, dtype):
         """The window sizes: KH·KW, or the count of real (or real and padded)
@@ -111,6 +138,8 @@ class AvgPool2d(Function):
         kh, kw = self.kernel
         (pt, pb), (pl, pr) = self.pads
         ph, pw = self.padding
+        if self.divisor_override is not None:
+            return xp.asarray(self.divisor_override, dtype=dtype)
         if pb == ph and pr == pw and (self.count_include_pad or self.padding == (0, 0)):
             return xp.asarray(kh * kw, dtype=dtype)
         if self.count_include_pad:      # the padded input counts, ceil_mode's overhang not

@@ -17,7 +17,7 @@ from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .normalization import (BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm,
                             apply_merged_running_stats, batchnorm_layers,
                             set_merge_running_stats)
-from .pooling import AvgPool2d, MaxPool2d
+from .pooling import AvgPool2d, MaxPool2d, MaxUnpool2d
 
 # exact BatchNorm under gradient accumulation (multi-pass)
 from .exact_batchnorm import ExactBatchNormPasses, exact_batchnorm_backward

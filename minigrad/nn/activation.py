@@ -6,10 +6,17 @@ from .module import Module
 
 
 class ReLU(Module):
-    """max(x, 0) elementwise; any shape."""
+    """max(x, 0) elementwise; any shape.  ``inplace=True`` overwrites the input."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
 
     def forward(self, x):
-        return F.relu(x)
+        return F.relu(x, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class Tanh(Module):
@@ -76,24 +83,45 @@ class Softmin(LogSoftmax):
 
 
 class SiLU(Module):
-    """x·σ(x) elementwise ("swish"); any shape."""
+    """x·σ(x) elementwise ("swish"); any shape.  ``inplace=True`` overwrites the input."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
 
     def forward(self, x):
-        return F.silu(x)
+        return F.silu(x, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class Mish(Module):
-    """x·tanh(softplus(x)) elementwise; any shape."""
+    """x·tanh(softplus(x)) elementwise; any shape.  ``inplace=True`` overwrites the input."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
 
     def forward(self, x):
-        return F.mish(x)
+        return F.mish(x, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class Hardswish(Module):
-    """x·relu6(x + 3)/6 elementwise; any shape."""
+    """x·relu6(x + 3)/6 elementwise; any shape.  ``inplace=True`` overwrites the input."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
 
     def forward(self, x):
-        return F.hardswish(x)
+        return F.hardswish(x, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class LogSigmoid(Module):
@@ -104,38 +132,45 @@ class LogSigmoid(Module):
 
 
 class ReLU6(Module):
-    """min(max(x, 0), 6) elementwise; any shape."""
+    """min(max(x, 0), 6) elementwise; any shape.  ``inplace=True`` overwrites the input."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
 
     def forward(self, x):
-        return F.relu6(x)
+        return F.relu6(x, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class LeakyReLU(Module):
     """x, or negative_slope·x where x <= 0; any shape."""
 
-    def __init__(self, negative_slope: float = 0.01):
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
         super().__init__()
-        self.negative_slope = negative_slope
+        self.negative_slope, self.inplace = negative_slope, inplace
 
     def forward(self, x):
-        return F.leaky_relu(x, self.negative_slope)
+        return F.leaky_relu(x, self.negative_slope, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}"
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
 
 
 class ELU(Module):
     """x, or alpha·(exp(x) - 1) where x <= 0; any shape."""
 
-    def __init__(self, alpha: float = 1.0):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
-        self.alpha = alpha
+        self.alpha, self.inplace = alpha, inplace
 
     def forward(self, x):
-        return F.elu(x, self.alpha)
+        return F.elu(x, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"alpha={self.alpha}"
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
 
 
 class Softplus(Module):
@@ -155,12 +190,13 @@ class Softplus(Module):
 class Hardtanh(Module):
     """x clipped to [min_val, max_val]; any shape."""
 
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0):
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
         super().__init__()
-        self.min_val, self.max_val = min_val, max_val
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, x):
-        return F.hardtanh(x, self.min_val, self.max_val)
+        return F.hardtanh(x, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"min_val={self.min_val}, max_val={self.max_val}"
+        return f"min_val={self.min_val}, max_val={self.max_val}" + \
+            (", inplace=True" if self.inplace else "")

@@ -68,9 +68,9 @@ class Sequential(_ModuleSequence):
 class ModuleList(_ModuleSequence):
     """A list of Modules whose parameters are registered (children "0", "1", ...)."""
 
-    def __init__(self, modules=()):
+    def __init__(self, modules=None):
         super().__init__()
-        self.extend(modules)
+        self.extend(modules or ())
 
     @classmethod
     def _from_modules(cls, modules):

@@ -15,6 +15,7 @@ from ..dtypes import check_layer_dtype
 from ..functions.conv import Conv2d as _Conv2dFn
 from ..functions.conv import ConvTranspose2d as _ConvTranspose2dFn
 from ..functions.conv import pair
+from ..functions.shape import Pad
 from ..tensor import Tensor, get_default_dtype
 from . import init
 from .module import Module, Parameter
@@ -22,6 +23,13 @@ from .module import Module, Parameter
 
 def _shape(t):
     return tuple(t.shape)
+
+
+def _check_padding_mode(name, mode):
+    if mode not in ("zeros", "reflect", "replicate", "circular"):
+        raise ValueError(f"{name}: padding_mode must be one of 'zeros', 'reflect', "
+                         f"'replicate', 'circular', got {mode!r}")
+    return mode
 
 
 def _check_groups(name, groups, in_channels, out_channels):
@@ -217,6 +225,9 @@ class Conv2d(Module):
         groups: split the channels into this many groups (both channel
             counts must be divisible by it).
         bias: whether to add a learned bias per output channel.
+        padding_mode: what the padding holds: "zeros", or the input's
+            "reflect"ion, "replicate"d edge or "circular" wrap-around
+            (:func:`minigrad.nn.functional.pad`'s modes).
         device, dtype: where and how the parameters are made (default cpu
             and minigrad's default dtype).
 
@@ -231,8 +242,10 @@ class Conv2d(Module):
     """
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, groups=1, bias=True, device=None, dtype=None):
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None):
         super().__init__()
+        self.padding_mode = _check_padding_mode("Conv2d", padding_mode)
         for name, value in (("in_channels", in_channels), ("out_channels", out_channels)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"Conv2d: {name} must be a positive int, got {value!r}")
@@ -260,14 +273,21 @@ class Conv2d(Module):
             init.bias_uniform_(self.bias, fan_in, generator=generator)
 
     def forward(self, x: Tensor) -> Tensor:
-        return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                      self.groups)
+        if self.padding_mode == "zeros":
+            return conv2d(x, self.weight, self.bias, self.stride, self.padding,
+                          self.dilation, self.groups)
+        (top, bottom), (left, right) = resolve_padding(
+            "Conv2d", self.padding, self.kernel_size, self.stride, self.dilation)
+        x = Pad((left, right, top, bottom), self.padding_mode, 0.0)(x)
+        return conv2d(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
 
     def extra_repr(self) -> str:
         text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
                 f"stride={self.stride}")
         if self.padding != (0, 0):
             text += f", padding={self.padding!r}"
+        if self.padding_mode != "zeros":
+            text += f", padding_mode={self.padding_mode!r}"
         if self.dilation != (1, 1):
             text += f", dilation={self.dilation}"
         if self.groups != 1:
@@ -283,8 +303,10 @@ class Conv1d(Module):
     initialized as :class:`Conv2d` (fan_in = C_in/groups·K)."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, groups=1, bias=True, device=None, dtype=None):
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None):
         super().__init__()
+        self.padding_mode = _check_padding_mode("Conv1d", padding_mode)
         _check_groups("Conv1d", groups, in_channels, out_channels)
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = _single(kernel_size, "kernel_size")
@@ -296,12 +318,21 @@ class Conv1d(Module):
     reset_parameters = Conv2d.reset_parameters
 
     def forward(self, x: Tensor) -> Tensor:
-        return conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                      self.groups)
+        if self.padding_mode == "zeros":
+            return conv1d(x, self.weight, self.bias, self.stride, self.padding,
+                          self.dilation, self.groups)
+        two_d = self.padding if isinstance(self.padding, str) else (0, self.padding)
+        _, (left, right) = resolve_padding("Conv1d", two_d, (1, self.kernel_size),
+                                           (1, self.stride), (1, self.dilation))
+        x = Pad((left, right), self.padding_mode, 0.0)(x)
+        return conv1d(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
 
     def extra_repr(self) -> str:
-        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+        text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
                 f"stride={self.stride}, padding={self.padding!r}")
+        if self.padding_mode != "zeros":
+            text += f", padding_mode={self.padding_mode!r}"
+        return text
 
 
 class ConvTranspose2d(Module):
@@ -311,9 +342,13 @@ class ConvTranspose2d(Module):
     computed from the weight's shape: C_out/groups·KH·KW)."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups=1, bias=True, dilation=1, device=None,
-                 dtype=None):
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
         super().__init__()
+        if padding_mode != "zeros":               # PyTorch's rule too
+            raise ValueError(f"ConvTranspose2d: only padding_mode='zeros' is supported, got "
+                             f"{padding_mode!r}")
+        self.padding_mode = padding_mode
         _check_groups("ConvTranspose2d", groups, in_channels, out_channels)
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = pair(kernel_size, "ConvTranspose2d: kernel_size")

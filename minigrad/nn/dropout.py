@@ -78,7 +78,7 @@ class Dropout(Module):
 
     Args:
         p: drop probability, in [0, 1).
-        inplace: must stay False (PyTorch's second argument).
+        inplace: overwrite the input with the result (PyTorch's meaning).
         per_example: draw each example's mask from (seed, step, layer id,
             example index, position), so that micro-batches reproduce the full
             batch's masks exactly (see the module docstring for how to supply
@@ -100,10 +100,7 @@ class Dropout(Module):
                  layer_id: int | None = None):
         super().__init__()
         F._check_p(p)
-        if inplace:
-            raise ValueError("Dropout: inplace=True is not supported (PyTorch's second "
-                             "argument); minigrad's dropout returns a new tensor")
-        self.p = float(p)
+        self.p, self.inplace = float(p), bool(inplace)
         self.per_example = bool(per_example)
         if layer_id is None and self.per_example:
             layer_id = _random.next_layer_id()
@@ -116,7 +113,7 @@ class Dropout(Module):
             if example_index is not None:
                 raise ValueError("Dropout: example_index was given but this layer was "
                                  "made with per_example=False")
-            return F.dropout(x, self.p, training=True)
+            return F.dropout(x, self.p, training=True, inplace=self.inplace)
         context = current_dropout_context()
         if example_index is None and context is not None:
             example_index = context[1]
@@ -126,11 +123,11 @@ class Dropout(Module):
             raise ValueError("Dropout(per_example=True) needs the example indices of the "
                              "batch: call it inside nn.dropout_context(step=..., "
                              "example_index=...) or pass example_index=")
-        return F.dropout(x, self.p, training=True, example_index=example_index,
-                         step=step, layer_id=self.layer_id)
+        return F.dropout(x, self.p, training=True, inplace=self.inplace,
+                         example_index=example_index, step=step, layer_id=self.layer_id)
 
     def extra_repr(self) -> str:
-        text = f"p={self.p}"
+        text = f"p={self.p}" + (", inplace=True" if self.inplace else "")
         if self.per_example:
             text += f", per_example=True, layer_id={self.layer_id}"
         return text

@@ -41,9 +41,11 @@ def _index_array(ids, device):
 
 
 # ---------------------------------------------------------------- activations
-def relu(x: Tensor) -> Tensor:
-    """max(x, 0) elementwise; gradient 0 at 0 (as PyTorch)."""
-    return E.ReLU()(_tensor(x, "relu"))
+def relu(x: Tensor, inplace: bool = False) -> Tensor:
+    """max(x, 0) elementwise; gradient 0 at 0 (as PyTorch).  ``inplace=True``
+    writes the result into ``x`` and returns ``x`` (see :func:`_in_place`)."""
+    out = E.ReLU()(_tensor(x, "relu"))
+    return x.copy_(out) if inplace else out
 
 
 def tanh(x: Tensor) -> Tensor:
@@ -67,36 +69,39 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     return GELU(approximate)(_tensor(x, "gelu"))
 
 
-def softmax(x: Tensor, dim: int = -1, *, axis=None) -> Tensor:
+def softmax(x: Tensor, dim: int = -1, *, dtype=None, axis=None) -> Tensor:
     """exp(x) / Σ exp(x) along ``dim`` (or ``axis``; stable: the maximum is
-    subtracted)."""
-    return SM.Softmax(dim if axis is None else axis)(_tensor(x, "softmax"))
+    subtracted); ``x`` is cast to ``dtype`` first when given."""
+    x = _tensor(x, "softmax") if dtype is None else _tensor(x, "softmax").to(dtype=dtype)
+    return SM.Softmax(dim if axis is None else axis)(x)
 
 
-def log_softmax(x: Tensor, dim: int = -1, *, axis=None) -> Tensor:
+def log_softmax(x: Tensor, dim: int = -1, *, dtype=None, axis=None) -> Tensor:
     """x - logsumexp(x) along ``dim`` (or ``axis``; stable, finite for -inf
-    entries in a row with a finite one)."""
-    return SM.LogSoftmax(dim if axis is None else axis)(_tensor(x, "log_softmax"))
+    entries in a row with a finite one); ``x`` is cast to ``dtype`` first when given."""
+    x = _tensor(x, "log_softmax") if dtype is None else \
+        _tensor(x, "log_softmax").to(dtype=dtype)
+    return SM.LogSoftmax(dim if axis is None else axis)(x)
 
 
-def softmin(x: Tensor, dim: int = -1, *, axis=None) -> Tensor:
+def softmin(x: Tensor, dim: int = -1, *, dtype=None, axis=None) -> Tensor:
     """softmax(-x) along ``dim``: the smallest entry gets the largest weight."""
-    return softmax(-_tensor(x, "softmin"), dim, axis=axis)
+    return softmax(-_tensor(x, "softmin"), dim, dtype=dtype, axis=axis)
 
 
-def silu(x: Tensor) -> Tensor:
+def silu(x: Tensor, inplace: bool = False) -> Tensor:
     """x·σ(x) ("swish"); see :class:`minigrad.functions.activation.SiLU`."""
-    return A.SiLU()(_tensor(x, "silu"))
+    return _in_place(x, A.SiLU()(_tensor(x, "silu")), inplace)
 
 
-def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x for x > 0, negative_slope·x otherwise."""
-    return A.LeakyReLU(negative_slope)(_tensor(x, "leaky_relu"))
+    return _in_place(x, A.LeakyReLU(negative_slope)(_tensor(x, "leaky_relu")), inplace)
 
 
-def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
+def elu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x for x > 0, alpha·(exp(x) - 1) otherwise (Clevert et al. 2016)."""
-    return A.ELU(alpha)(_tensor(x, "elu"))
+    return _in_place(x, A.ELU(alpha)(_tensor(x, "elu")), inplace)
 
 
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -104,31 +109,41 @@ def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     return A.Softplus(beta, threshold)(_tensor(x, "softplus"))
 
 
-def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
     """x clipped to [min_val, max_val] (gradient 1 strictly inside, else 0)."""
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val ({min_val}) must not exceed max_val ({max_val})")
-    return A.Hardtanh(min_val, max_val)(_tensor(x, "hardtanh"))
+    return _in_place(x, A.Hardtanh(min_val, max_val)(_tensor(x, "hardtanh")), inplace)
 
 
-def relu6(x: Tensor) -> Tensor:
+def relu6(x: Tensor, inplace: bool = False) -> Tensor:
     """min(max(x, 0), 6): hardtanh(x, 0, 6)."""
-    return A.Hardtanh(0.0, 6.0)(_tensor(x, "relu6"))
+    return _in_place(x, A.Hardtanh(0.0, 6.0)(_tensor(x, "relu6")), inplace)
 
 
-def mish(x: Tensor) -> Tensor:
+def mish(x: Tensor, inplace: bool = False) -> Tensor:
     """x·tanh(softplus(x)) (Misra 2019)."""
-    return A.Mish()(_tensor(x, "mish"))
+    return _in_place(x, A.Mish()(_tensor(x, "mish")), inplace)
 
 
-def hardswish(x: Tensor) -> Tensor:
+def hardswish(x: Tensor, inplace: bool = False) -> Tensor:
     """x·relu6(x + 3)/6 (Howard et al. 2019)."""
-    return A.Hardswish()(_tensor(x, "hardswish"))
+    return _in_place(x, A.Hardswish()(_tensor(x, "hardswish")), inplace)
 
 
 def logsigmoid(x: Tensor) -> Tensor:
     """log σ(x), stable for large |x|."""
     return A.LogSigmoid()(_tensor(x, "logsigmoid"))
+
+
+def _in_place(x: Tensor, out: Tensor, inplace: bool) -> Tensor:
+    """PyTorch's ``inplace=True`` of an activation: ``x`` takes the values of
+    ``out`` (``x.copy_(out)``) and is returned; the gradient still flows
+    through the activation to ``x``'s old value.  As every in-place
+    operation (:mod:`minigrad.inplace`), it raises RuntimeError on a leaf
+    that requires grad, or on a view, while gradients are recorded."""
+    return x.copy_(out) if inplace else out
 
 
 # ------------------------------------------------------------ shape helpers
@@ -173,57 +188,120 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
 
 # --------------------------------------------------------------------- layers
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",  # noqa: A002
-                align_corners=None) -> Tensor:
-    """Resize the spatial dimensions of (N, C, L) or (N, C, H, W) inputs
-    (``torch.nn.functional.interpolate``).
+                align_corners=None, recompute_scale_factor=None, antialias=False) -> Tensor:
+    """Resize the spatial dimensions of (N, C, L), (N, C, H, W) or (N, C, D, H, W)
+    inputs (``torch.nn.functional.interpolate``).
 
     Give ``size`` (an int or one per spatial dimension) or ``scale_factor``.
-    "nearest": output position o reads input floor(o·s), s = in/out (or
-    1/scale_factor when that is given, PyTorch's choice).  "bilinear" (4-D
-    only): o reads the input at (o + ½)·s - ½ (clamped at 0), or o·(in -
-    1)/(out - 1) with ``align_corners=True``, mixing the two neighbours
-    linearly, first along H, then along W.  Both are built from indexing
-    and products, so the gradient flows back through them.
+    Each output position o reads the input at a source position, along one
+    spatial dimension after the other; s = in/out, or 1/scale_factor when
+    that is given (PyTorch's choice, unless ``recompute_scale_factor=True``):
+
+    - "nearest": floor(o·s); "nearest-exact": floor((o + ½)·s) (any of 3-5-D);
+    - "linear" (3-D), "bilinear" (4-D), "trilinear" (5-D): (o + ½)·s - ½
+      (clamped at 0), or o·(in - 1)/(out - 1) with ``align_corners=True``,
+      mixing the two neighbours linearly;
+    - "bicubic" (4-D): the same position (not clamped), mixing four
+      neighbours (clamped to the edge) with Keys' cubic convolution weights,
+      a = -0.75 as PyTorch (R. Keys, "Cubic convolution interpolation for
+      digital image processing", IEEE Trans. ASSP 29(6), 1981, eq. 4).
+
+    Built from ``index_select`` and products, so the gradient flows back
+    through them.  Output dtype and device are the input's.
 
     Raises ValueError for both or neither of size and scale_factor, an
-    unknown mode, bilinear on a non-4-D input, or align_corners with "nearest".
+    unknown mode (the message names the supported ones), a mode on an input
+    of the wrong number of dimensions, align_corners with a nearest mode,
+    recompute_scale_factor with size, or antialias=True (not supported).
     """
-    _tensor(input, "interpolate")
-    if mode not in ("nearest", "bilinear"):
-        raise ValueError(f"interpolate: mode must be 'nearest' or 'bilinear', got {mode!r}")
-    if mode == "nearest" and align_corners is not None:
-        raise ValueError("interpolate: align_corners only applies to mode='bilinear'")
-    if mode == "bilinear" and input.ndim != 4:
-        raise ValueError(f"interpolate: bilinear needs a 4-D input (N, C, H, W), got shape "
-                         f"{input.shape}")
-    sizes, scales = _resize_plan(input, size, scale_factor)
+    _check_interpolate(input, mode, align_corners, antialias)
+    sizes, scales = _resize_plan(input, size, scale_factor, recompute_scale_factor)
     out = input
     for k, (n_out, scale) in enumerate(zip(sizes, scales)):
         dim = 2 + k
-        n_in = input.shape[dim]
-        if mode == "nearest":
-            src = np.minimum(np.floor(np.arange(n_out) * scale).astype(np.int64), n_in - 1)
-            out = out.index_select(dim, src)
+        taps = _resize_taps(mode, input.shape[dim], n_out, scale, align_corners)
+        if mode.startswith("nearest"):
+            out = out.index_select(dim, taps[0][0])
             continue
-        if align_corners:
-            pos = np.arange(n_out) * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
-        else:
-            pos = np.maximum((np.arange(n_out) + 0.5) * scale - 0.5, 0.0)
-        low = np.minimum(np.floor(pos).astype(np.int64), n_in - 1)
-        high = np.minimum(low + 1, n_in - 1)
         shape = [1] * input.ndim
         shape[dim] = n_out
-        frac = backend.to_device((pos - low).reshape(shape).astype(input.dtype), input.device)
-        out = out.index_select(dim, low) * (1 - frac) + out.index_select(dim, high) * frac
+        mixed = None
+        for index, weight in taps:
+            w = backend.to_device(weight.reshape(shape).astype(input.dtype), input.device)
+            term = out.index_select(dim, index) * w
+            mixed = term if mixed is None else mixed + term
+        out = mixed
     return out
 
 
-def _resize_plan(x, size, scale_factor):
+def _resize_taps(mode, n_in, n_out, scale, align_corners):
+    """[(input positions, weights)], each of length n_out: output o of one
+    spatial dimension is the sum over the taps of weight[o] · input[index[o]]
+    (PyTorch's source positions and weights; nearest modes: one tap, no weight)."""
+    o = np.arange(n_out)
+    if mode in ("nearest", "nearest-exact"):
+        shift = 0.5 if mode == "nearest-exact" else 0.0
+        return [(np.minimum(np.floor((o + shift) * scale).astype(np.int64), n_in - 1), None)]
+    if align_corners:
+        pos = o * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+    else:
+        pos = (o + 0.5) * scale - 0.5
+        if mode != "bicubic":
+            pos = np.maximum(pos, 0.0)
+    low = np.floor(pos).astype(np.int64)
+    t = pos - low
+    if mode == "bicubic":
+        weights = (_cubic_far(t + 1), _cubic_near(t), _cubic_near(1 - t), _cubic_far(2 - t))
+        return [(np.clip(low + k, 0, n_in - 1), w) for k, w in zip((-1, 0, 1, 2), weights)]
+    low = np.minimum(low, n_in - 1)
+    return [(low, 1 - t), (np.minimum(low + 1, n_in - 1), t)]
+
+
+CUBIC_A = -0.75          # PyTorch's (and OpenCV's) choice of Keys' parameter a
+
+
+def _cubic_near(x, a=CUBIC_A):
+    """Keys' kernel for |x| <= 1: (a + 2)|x|³ - (a + 3)|x|² + 1."""
+    return ((a + 2) * x - (a + 3)) * x * x + 1
+
+
+def _cubic_far(x, a=CUBIC_A):
+    """Keys' kernel for 1 < |x| < 2: a|x|³ - 5a|x|² + 8a|x| - 4a."""
+    return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+
+_RESIZE_DIMS = {"nearest": (3, 4, 5), "nearest-exact": (3, 4, 5), "linear": (3,),
+                "bilinear": (4,), "bicubic": (4,), "trilinear": (5,)}
+
+
+def _check_interpolate(x, mode, align_corners, antialias):
+    """interpolate's arguments, with PyTorch's rules."""
+    _tensor(x, "interpolate")
+    if mode not in _RESIZE_DIMS:
+        raise ValueError(f"interpolate: mode must be one of "
+                         f"{', '.join(repr(m) for m in _RESIZE_DIMS)}, got {mode!r}")
+    if x.ndim not in _RESIZE_DIMS[mode]:
+        wanted = " or ".join(f"{n}-D" for n in _RESIZE_DIMS[mode])
+        raise ValueError(f"interpolate: {mode} needs a {wanted} input ((N, C) and "
+                         f"{'/'.join(str(n - 2) for n in _RESIZE_DIMS[mode])} spatial "
+                         f"dimensions), got shape {x.shape}")
+    if mode.startswith("nearest") and align_corners is not None:
+        raise ValueError("interpolate: align_corners only applies to the interpolating "
+                         "modes 'linear', 'bilinear', 'bicubic' and 'trilinear'")
+    if antialias:
+        raise ValueError("interpolate: antialias=True is not supported (only "
+                         "antialias=False)")
+
+
+def _resize_plan(x, size, scale_factor, recompute_scale_factor=None):
     """(output sizes, input/output scales) of interpolate's spatial dimensions."""
     spatial = x.shape[2:]
     if (size is None) == (scale_factor is None):
         raise ValueError("interpolate: give exactly one of size and scale_factor")
     if size is not None:
+        if recompute_scale_factor:
+            raise ValueError("interpolate: recompute_scale_factor is not meaningful with an "
+                             "explicit size")
         sizes = (size,) * len(spatial) if isinstance(size, int) else tuple(size)
         if len(sizes) != len(spatial):
             raise ValueError(f"interpolate: size {size} does not match the "
@@ -231,7 +309,13 @@ def _resize_plan(x, size, scale_factor):
         return sizes, [n / m for n, m in zip(spatial, sizes)]
     factors = (scale_factor,) * len(spatial) if isinstance(scale_factor, (int, float)) \
         else tuple(scale_factor)
-    return [int(np.floor(n * f)) for n, f in zip(spatial, factors)], [1 / f for f in factors]
+    if len(factors) != len(spatial):
+        raise ValueError(f"interpolate: scale_factor {scale_factor} does not match the "
+                         f"{len(spatial)} spatial dimensions of shape {x.shape}")
+    sizes = [int(np.floor(n * f)) for n, f in zip(spatial, factors)]
+    if recompute_scale_factor:
+        return sizes, [n / m for n, m in zip(spatial, sizes)]
+    return sizes, [1 / f for f in factors]
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -303,8 +387,8 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
     Args:
         x: any shape, floating.
         p: drop probability in [0, 1).
-        inplace: must stay False (PyTorch's fourth argument; minigrad
-            always returns a new tensor).
+        inplace: write the result into ``x`` and return ``x`` (see
+            :func:`_in_place`).
         generator: draw from this ``numpy.random.Generator`` instead.
         example_index, step, layer_id: per-example masks, see
             :func:`dropout_uniforms` and :class:`minigrad.nn.Dropout`.
@@ -314,12 +398,10 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
     """
     _tensor(x, "dropout")
     _check_p(p)
-    if inplace:
-        raise ValueError("dropout: inplace=True is not supported; use the returned tensor")
     if not training or p == 0.0:
         return x
     u = dropout_uniforms(x.shape, x.device, generator, example_index, step, layer_id)
-    return DropoutFunction(scaled_mask(u, p, x.dtype))(x)
+    return _in_place(x, DropoutFunction(scaled_mask(u, p, x.dtype))(x), inplace)
 
 
 # --------------------------------------------------------------------- losses
@@ -446,16 +528,19 @@ def nll_loss(log_probs: Tensor, target, weight=None, size_average=None,
 
 
 def mse_loss(input: Tensor, target, size_average=None, reduce=None,  # noqa: A002
-             reduction: str = "mean") -> Tensor:
+             reduction: str = "mean", weight=None) -> Tensor:
     """Mean squared error (input - target)², reduced by "mean" | "sum" | "none".
 
     ``input`` and ``target`` broadcast together and each gets its gradient
     back in its own shape; both may require gradients.  When their shapes
     differ a UserWarning is issued, as in PyTorch: (N, 1) against (N,)
-    broadcasts to (N, N), a classic silent bug.
+    broadcasts to (N, N), a classic silent bug.  ``weight`` (the input's
+    shape) multiplies each squared error; "mean" is then Σ w·(x - y)² / Σ w
+    (PyTorch's).
 
     Raises:
-        ValueError: shapes that do not broadcast, or an unknown reduction.
+        ValueError: shapes that do not broadcast, a weight of another shape
+            than the input, or an unknown reduction.
     """
     _no_legacy_reduction("mse_loss", size_average, reduce)
     check_reduction("mse_loss", reduction)
@@ -471,9 +556,25 @@ def mse_loss(input: Tensor, target, size_average=None, reduce=None,  # noqa: A00
                       f"{diff.shape}, which is likely not what you want (give both "
                       "the same shape)", UserWarning, stacklevel=2)
     squared = diff * diff
+    if weight is not None:
+        weight = _mse_weight(weight, input)
+        squared = squared * weight
     if reduction == "none":
         return squared
-    return squared.sum() if reduction == "sum" else squared.mean()
+    if reduction == "sum":
+        return squared.sum()
+    return squared.mean() if weight is None else squared.sum() / weight.sum()
+
+
+def _mse_weight(weight, input):  # noqa: A002
+    """mse_loss's weight as a Tensor of the input's shape (it may require grad)."""
+    if not isinstance(weight, Tensor):
+        weight = Tensor(backend.to_device(backend.as_array(weight).astype(input.dtype),
+                                          input.device))
+    if weight.shape != input.shape:
+        raise ValueError(f"mse_loss: weight of shape {weight.shape} must have the input's "
+                         f"shape {input.shape}")
+    return weight
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target, weight=None,  # noqa: A002
@@ -542,5 +643,5 @@ def binary_cross_entropy(input: Tensor, target, weight=None, size_average=None, 
 # their layers, re-exported here under torch.nn.functional's names.
 from .conv import conv1d, conv2d, conv_transpose2d  # noqa: E402  (after the definitions above: no import cycle)
 from .normalization import batch_norm, group_norm, layer_norm  # noqa: E402
-from .pooling import avg_pool2d, max_pool2d  # noqa: E402
+from .pooling import avg_pool2d, max_pool2d, max_unpool2d  # noqa: E402
 from ..functions.attention import scaled_dot_product_attention  # noqa: E402,F401

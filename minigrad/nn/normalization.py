@@ -291,8 +291,8 @@ class _BatchNorm(Module):
     _name = "BatchNorm"
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, merge_running_stats=False, device=None,
-                 dtype=None):
+                 track_running_stats=True, device=None, dtype=None, *,
+                 merge_running_stats=False):
         super().__init__()
         if not isinstance(num_features, int) or isinstance(num_features, bool) or \
                 num_features < 1:
@@ -571,13 +571,14 @@ class GroupNorm(Module):
         eps: added to the variance inside the square root.
         affine: learn per-channel ``weight`` (init 1) and ``bias`` (init 0), shape (C,).
         device, dtype: of the parameters.
+        bias: with ``affine``, whether to learn the bias.
 
     Raises:
         ValueError: ``num_channels`` not divisible by ``num_groups`` (or either < 1).
     """
 
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None,
-                 dtype=None):
+                 dtype=None, bias=True):
         super().__init__()
         for name, value in (("num_groups", num_groups), ("num_channels", num_channels)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -590,9 +591,11 @@ class GroupNorm(Module):
         dtype = np.dtype(dtype or get_default_dtype())
         if affine:
             self.weight = _param(1.0, (num_channels,), dtype, device)
-            self.bias = _param(0.0, (num_channels,), dtype, device)
         else:
             self.register_parameter("weight", None)
+        if affine and bias:
+            self.bias = _param(0.0, (num_channels,), dtype, device)
+        else:
             self.register_parameter("bias", None)
 
     def forward(self, x: Tensor) -> Tensor:

@@ -154,8 +154,8 @@ class SyncBatchNorm(_BatchNorm):
     _name = "SyncBatchNorm"
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, process_group=None, merge_running_stats=False,
-                 device=None, dtype=None):
+                 track_running_stats=True, process_group=None, device=None, dtype=None, *,
+                 merge_running_stats=False):
         super().__init__(num_features, eps=eps, momentum=momentum, affine=affine,
                          track_running_stats=track_running_stats,
                          merge_running_stats=merge_running_stats, device=device, dtype=dtype)

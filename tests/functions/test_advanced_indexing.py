@@ -173,3 +173,80 @@ def test_int_slice_array_follows_pytorch(torch):
     y = np.arange(9.0).reshape(1, 3, 3)             # same shape, values not transposed
     np.testing.assert_array_equal(minigrad.tensor(y)[0, :, [0, 1, 2]].numpy(),
                                   torch.tensor(y)[0, :, [0, 1, 2]].numpy())
+
+
+# t[index] = value follows the same order: the ints select first (PyTorch's
+# index_put_), for the values written and for both gradients.
+
+def _setitem_pair(torch, shape, index, value_shape, seed=0):
+    """minigrad's and PyTorch's ``(x * 1)[index] = v`` (x, v requiring grad):
+    the results and the gradients of x and v for one random upstream."""
+    rng = np.random.default_rng(seed)
+    x, v = rng.standard_normal(shape), rng.standard_normal(value_shape)
+    up = rng.standard_normal(shape)
+    th_index = tuple(torch.tensor(p) if isinstance(p, (list, np.ndarray)) else p
+                     for p in index)
+    results = []
+    for lib, idx, make in ((minigrad, index, minigrad.tensor), (torch, th_index, torch.tensor)):
+        tx, tv = make(x, requires_grad=True), make(v, requires_grad=True)
+        y = tx * 1
+        y[idx] = tv
+        (y * make(up)).sum().backward()
+        results.append([np.asarray(y.detach().numpy()), tx.grad.numpy(), tv.grad.numpy()])
+    return results
+
+
+SETITEM = {
+    "int, slice, list": ((2, 3, 4), (0, slice(None), [1, 2]), (3, 2)),
+    "same shape, transposed": ((1, 3, 3), (0, slice(None), [0, 1, 2]), (3, 3)),
+    "list, slice, int": ((2, 3, 4), ([1, 0], slice(None), 3), (2, 3)),
+    "int, ellipsis, list": ((2, 3, 4), (1, Ellipsis, [3, 0]), (3, 2)),
+    "int, slice, two lists": ((2, 3, 4, 5), (1, slice(None), [0, 2], [4, 1]), (3, 2)),
+    "int, slice, mask": ((2, 3, 4), (0, slice(None), np.array([True, False, True, True])),
+                         (3, 3)),
+    "broadcast value": ((2, 3, 4), (0, slice(None), [1, 2]), (2,)),
+    "ints adjacent to list": ((2, 3, 4), (1, [0, 2], 3), (2,)),
+}
+
+
+@pytest.mark.parametrize("name", SETITEM)
+def test_setitem_mixed_ints_and_arrays_follows_pytorch(name, torch):
+    shape, index, value_shape = SETITEM[name]
+    (y, gx, gv), (ty, tgx, tgv) = _setitem_pair(torch, shape, index, value_shape)
+    np.testing.assert_array_equal(y, ty)
+    np.testing.assert_array_equal(gx, tgx)
+    np.testing.assert_allclose(gv, tgv, rtol=1e-12, atol=1e-12)
+
+
+def test_setitem_transposed_case_is_not_numpys(torch):
+    """For a (1, 3, 3) tensor NumPy's x[0, :, [0, 1, 2]] = v writes v's
+    transpose (the shapes coincide, so nothing fails): minigrad writes v."""
+    v = np.arange(9.0).reshape(3, 3)
+    t = minigrad.zeros((1, 3, 3), dtype=np.float64)
+    t[0, :, [0, 1, 2]] = v
+    np.testing.assert_array_equal(t.numpy()[0], v)
+    numpy_way = np.zeros((1, 3, 3))
+    numpy_way[0, :, [0, 1, 2]] = v
+    np.testing.assert_array_equal(numpy_way[0], v.T)
+
+
+def test_setitem_value_of_numpys_shape_is_a_clear_error():
+    t = minigrad.zeros((2, 3, 4))
+    with pytest.raises(ValueError, match=r"selected shape \(3, 2\)"):
+        t[0, :, [1, 2]] = np.ones((2, 3))
+
+
+@settings(max_examples=30, deadline=None)
+@given(shapes_and_indices())
+def test_random_setitem_matches_torch(case):
+    torch = pytest.importorskip("torch")
+    shape, index = case
+    if any(isinstance(p, slice) and ((p.step or 1) < 0 or (p.start or 0) < 0
+                                     or (p.stop or 0) < 0) for p in index):
+        return                                   # PyTorch has no negative steps
+    # a one-element value: repeated positions write the same number, so the
+    # result does not depend on which write lands last
+    (y, gx, gv), (ty, tgx, tgv) = _setitem_pair(torch, shape, index, (1,))
+    np.testing.assert_array_equal(y, ty)
+    np.testing.assert_array_equal(gx, tgx)
+    np.testing.assert_allclose(gv, tgv, rtol=1e-12, atol=1e-12)

@@ -234,3 +234,22 @@ def test_mha_gradcheck_with_dropout_in_eval_and_errors(float64):
         mha(x, x, x, key_padding_mask=np.zeros((3, 3), bool))
     with pytest.raises(ValueError, match="width 5, expected embed_dim=4"):
         mha(minigrad.tensor(randn(2, 3, 5)), x, x)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"is_causal": True}, {"scale": 0.3}])
+def test_grouped_query_attention_matches_torch(torch, kwargs):
+    """enable_gqa: 6 query heads share 2 key/value heads (3 each)."""
+    rng = np.random.default_rng(7)
+    arrays = [rng.standard_normal((2, 6, 4, 5)), rng.standard_normal((2, 2, 4, 5)),
+              rng.standard_normal((2, 2, 4, 3))]
+    compare_with_torch(
+        torch, lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True,
+                                                              **kwargs),
+        lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, enable_gqa=True, **kwargs), arrays)
+
+
+def test_grouped_query_attention_errors():
+    q, kv = minigrad.randn(1, 4, 3, 2), minigrad.randn(1, 3, 3, 2)
+    with pytest.raises(ValueError, match="query's 4 heads to be a multiple of the key's 3"):
+        F.scaled_dot_product_attention(q, kv, kv, enable_gqa=True)

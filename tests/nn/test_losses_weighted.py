@@ -1,6 +1,7 @@
 """Class weights in cross_entropy / nll_loss (PyTorch's normalization by the
-summed target weight), their exact accumulation with a float ``num_items``, and
-binary_cross_entropy on probabilities (logs clamped at -100)."""
+summed target weight), their exact accumulation with a float ``num_items``,
+binary_cross_entropy on probabilities (logs clamped at -100), and mse_loss's
+per-element weight."""
 from __future__ import annotations
 
 import numpy as np
@@ -242,3 +243,18 @@ def test_probability_targets_get_an_error_that_names_them():
         F.nll_loss(logits, uniform)
     with pytest.raises(ValueError, match="expected target shape \\(4,\\)"):
         F.cross_entropy(logits, minigrad.tensor(np.zeros((4, 3), dtype=np.int64)))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_mse_loss_weight_matches_torch(torch, reduction):
+    """PyTorch's per-element weight: "mean" is Σ w·(x - y)² / Σ w; the weight
+    gets a gradient too."""
+    rng = np.random.default_rng(12)
+    arrays = [rng.standard_normal((3, 4)), rng.standard_normal((3, 4)),
+              rng.uniform(0.1, 2.0, (3, 4))]
+    compare_with_torch(
+        torch, lambda x, y, w: F.mse_loss(x, y, reduction=reduction, weight=w),
+        lambda x, y, w: torch.nn.functional.mse_loss(x, y, reduction=reduction, weight=w),
+        arrays)
+    with pytest.raises(ValueError, match=r"weight of shape \(4,\) must have the input's"):
+        F.mse_loss(minigrad.tensor(arrays[0]), minigrad.tensor(arrays[1]), weight=np.ones(4))

@@ -1,5 +1,5 @@
 """conv1d / Conv1d, conv_transpose2d / ConvTranspose2d, interpolate (nearest,
-bilinear), cross-entropy against class probabilities, and max_pool2d on
+nearest-exact, linear, bilinear, bicubic, trilinear), cross-entropy against class probabilities, and max_pool2d on
 integer tensors: gradchecks in float64 and parity with PyTorch."""
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ RNG = np.random.default_rng(11)
 X1 = RNG.standard_normal((2, 4, 9))                 # (N, C, L)
 W1 = RNG.standard_normal((6, 2, 3))                 # groups=2: (C_out, C_in/2, K)
 X2 = RNG.standard_normal((2, 4, 5, 4))              # (N, C, H, W)
+X3 = RNG.standard_normal((2, 2, 3, 4, 3))           # (N, C, D, H, W)
 WT = RNG.standard_normal((4, 3, 3, 2))              # (C_in, C_out/G, KH, KW)
 B3, B6 = RNG.standard_normal(3), RNG.standard_normal(6)
 
@@ -56,6 +57,35 @@ def _cases(torch):
             lambda x: F.interpolate(x, size=(3, 7), mode="bilinear", align_corners=True),
             lambda x: tf.interpolate(x, size=(3, 7), mode="bilinear", align_corners=True),
             [X2]),
+        "interpolate-linear": (lambda x: F.interpolate(x, size=13, mode="linear"),
+                               lambda x: tf.interpolate(x, size=13, mode="linear"), [X1]),
+        "interpolate-linear-down-corners": (
+            lambda x: F.interpolate(x, scale_factor=0.5, mode="linear", align_corners=True),
+            lambda x: tf.interpolate(x, scale_factor=0.5, mode="linear", align_corners=True),
+            [X1]),
+        "interpolate-bicubic": (lambda x: F.interpolate(x, size=(9, 7), mode="bicubic"),
+                                lambda x: tf.interpolate(x, size=(9, 7), mode="bicubic"), [X2]),
+        "interpolate-bicubic-down": (
+            lambda x: F.interpolate(x, size=(3, 2), mode="bicubic"),
+            lambda x: tf.interpolate(x, size=(3, 2), mode="bicubic"), [X2]),
+        "interpolate-bicubic-corners": (
+            lambda x: F.interpolate(x, scale_factor=1.7, mode="bicubic", align_corners=True),
+            lambda x: tf.interpolate(x, scale_factor=1.7, mode="bicubic", align_corners=True),
+            [X2]),
+        "interpolate-trilinear": (lambda x: F.interpolate(x, size=(4, 3, 5), mode="trilinear"),
+                                  lambda x: tf.interpolate(x, size=(4, 3, 5), mode="trilinear"),
+                                  [X3]),
+        "interpolate-nearest-3d": (lambda x: F.interpolate(x, scale_factor=(2, 0.5, 1.5)),
+                                   lambda x: tf.interpolate(x, scale_factor=(2, 0.5, 1.5)),
+                                   [X3]),
+        "interpolate-nearest-exact": (
+            lambda x: F.interpolate(x, scale_factor=1.5, mode="nearest-exact"),
+            lambda x: tf.interpolate(x, scale_factor=1.5, mode="nearest-exact"), [X1]),
+        "interpolate-bilinear-recompute": (
+            lambda x: F.interpolate(x, scale_factor=1.7, mode="bilinear",
+                                    recompute_scale_factor=True),
+            lambda x: tf.interpolate(x, scale_factor=1.7, mode="bilinear",
+                                     recompute_scale_factor=True), [X2]),
         "cross_entropy-probabilities": (
             lambda x, p: F.cross_entropy(x, p), lambda x, p: tf.cross_entropy(x, p),
             [X2[:, :, 0, 0].copy(), RNG.dirichlet(np.ones(4), 2)]),
@@ -135,3 +165,41 @@ def test_errors_name_the_shapes():
         F.interpolate(minigrad.ones(1, 1, 2, 2))
     with pytest.raises(ValueError, match="bilinear needs a 4-D input"):
         F.interpolate(minigrad.ones(1, 1, 2), size=3, mode="bilinear")
+    with pytest.raises(ValueError, match="linear needs a 3-D input"):
+        F.interpolate(minigrad.ones(1, 1, 2, 2), size=3, mode="linear")
+    with pytest.raises(ValueError, match="mode must be one of 'nearest', 'nearest-exact', "
+                                         "'linear', 'bilinear', 'bicubic', 'trilinear', "
+                                         "got 'area'"):
+        F.interpolate(minigrad.ones(1, 1, 2, 2), size=3, mode="area")
+    with pytest.raises(ValueError, match="align_corners only applies"):
+        F.interpolate(minigrad.ones(1, 1, 2), size=3, align_corners=True)
+    with pytest.raises(ValueError, match="antialias=True is not supported"):
+        F.interpolate(minigrad.ones(1, 1, 2, 2), size=1, mode="bilinear", antialias=True)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("padding, stride, dilation", [(1, 1, 1), ((2, 1), 2, 1),
+                                                       ("same", 1, 2)])
+def test_conv2d_padding_modes_match_torch(torch, mode, padding, stride, dilation):
+    mine = nn.Conv2d(4, 3, 3, stride, padding, dilation, padding_mode=mode, dtype=np.float64)
+    theirs = torch.nn.Conv2d(4, 3, 3, stride, padding, dilation, padding_mode=mode,
+                             dtype=torch.float64)
+    with torch.no_grad():
+        theirs.weight.copy_(torch.tensor(mine.weight.numpy()))
+        theirs.bias.copy_(torch.tensor(mine.bias.numpy()))
+    compare_with_torch(torch, mine, theirs, [X2])
+    if padding == 1:
+        mine1 = nn.Conv1d(4, 6, 3, padding=2, padding_mode=mode, dtype=np.float64)
+        theirs1 = torch.nn.Conv1d(4, 6, 3, padding=2, padding_mode=mode, dtype=torch.float64)
+        with torch.no_grad():
+            theirs1.weight.copy_(torch.tensor(mine1.weight.numpy()))
+            theirs1.bias.copy_(torch.tensor(mine1.bias.numpy()))
+        compare_with_torch(torch, mine1, theirs1, [X1])
+        assert f"padding_mode={mode!r}" in repr(mine)
+
+
+def test_padding_mode_errors():
+    with pytest.raises(ValueError, match="padding_mode must be one of 'zeros', 'reflect'"):
+        nn.Conv2d(1, 1, 3, padding_mode="mirror")
+    with pytest.raises(ValueError, match="only padding_mode='zeros' is supported"):
+        nn.ConvTranspose2d(1, 1, 3, padding_mode="reflect")

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import minigrad
 from minigrad import nn
 from minigrad.nn import functional as F
-from tests.helpers import check_gradients
+from tests.helpers import check_gradients, compare_with_torch
 
 # Parity with PyTorch reached (float64): outputs and all gradients within 1e-12
 # relative (asserted); float32: 1e-5 (asserted).
@@ -176,3 +176,16 @@ def test_layer_norm_with_weight_but_no_bias():
     w = minigrad.randn(3, requires_grad=True)
     F.layer_norm(x, 3, w).sum().backward()
     assert w.grad.shape == (3,) and x.grad.shape == (2, 3)
+
+
+def test_group_norm_without_bias_matches_torch(torch):
+    """GroupNorm(bias=False): a learned scale and no shift, as PyTorch 2.13."""
+    mine = nn.GroupNorm(2, 4, bias=False, dtype=np.float64)
+    theirs = torch.nn.GroupNorm(2, 4, bias=False, dtype=torch.float64)
+    assert mine.bias is None and theirs.bias is None
+    assert [name for name, _ in mine.named_parameters()] == ["weight"]
+    x = np.random.default_rng(4).standard_normal((3, 4, 5))
+    with torch.no_grad():
+        theirs.weight.copy_(torch.linspace(0.5, 2.0, 4, dtype=torch.float64))
+    mine.weight.data[...] = np.linspace(0.5, 2.0, 4)
+    compare_with_torch(torch, mine, theirs, [x])
