@@ -90,7 +90,7 @@ def check_backward_output(acc, output, grad_output, num_items):
 
 def check_window_open(name, window) -> None:
     """RuntimeError when the last update raised after normalizing the window."""
-    if window.prepared is not None:
+    if window.normalized:
         raise RuntimeError(f"{name}: the last update raised after its gradients were "
                            "normalized; call step() (or flush()) again to retry it before "
                            "the next micro-batch")
@@ -119,7 +119,7 @@ def check_retry(name, acc) -> None:
     """RuntimeError when retrying the window's update would not be exact: the
     optimizer's step raised inside its arithmetic, after writing some
     parameters (see :class:`~minigrad.optim.Optimizer`)."""
-    if acc.window.prepared is not None and acc.optimizer._step_interrupted:
+    if acc.window.normalized and acc.optimizer._step_interrupted:
         raise RuntimeError(f"{name}: the last update was interrupted inside the "
                            "optimizer's step, after some parameters were written; a retry "
                            "would step them twice. Restore the model, the optimizer and "
