@@ -105,14 +105,12 @@ def _edge_to(t):
 
 
 class Function:
-    """A differentiable operation on raw arrays.
+    """A differentiable operation on raw arrays: ``MyFunction(options)(x, y)``.
 
-    Subclasses implement ``forward(self, *arrays)`` (an array or a tuple of
-    arrays) and ``backward(self, *grad_outputs)`` (one gradient per input: an
-    array, or None for an input that needs no gradient), saving on ``self``
-    what backward needs; ``self.needs_input_grad`` (a bool per input, set
-    before forward) lets backward skip work.  Options (axes, exponents) go to
-    ``__init__``: ``MyFunction(options)(x, y)``; numbers become constant Tensors.
+    Subclasses implement ``forward(self, *arrays)`` (an array or a tuple) and
+    ``backward(self, *grad_outputs)`` (per input an array, or None when not
+    needed: ``self.needs_input_grad``, one bool per input, is set before
+    forward), saving on ``self`` what backward needs.  Numbers become constants.
     """
 
     inputs: tuple = ()              # per input: the leaf Tensor itself, or an Edge
@@ -277,10 +275,9 @@ def _initial_gradient(tensor, grad):
 
 def _send_gradients(fn, grad_outputs, grads, leaves) -> None:
     """Run ``fn.backward``; add each input's gradient to its pending sum:
-    ``grads[creator][output index]`` for an interior input, ``leaves[id(leaf)]``
-    for a leaf, whose sum goes into ``.grad`` after its last use (:func:`_finish_leaf`).
-    Taken out of the list one by one, a fresh array reaches the leaf held by
-    one name only, and can become ``leaf.grad`` without a copy."""
+    ``grads[creator][output index]``, or ``leaves[id(leaf)]`` for a leaf (into
+    ``.grad`` after its last use: :func:`_finish_leaf`, which takes a fresh array
+    held by one name only, as taking them out of the list one by one ensures)."""
     in_grads = fn.backward(*grad_outputs)
     grad_outputs.clear()             # the upstream gradients are freed here, not later
     in_grads = list(in_grads) if isinstance(in_grads, tuple) else [in_grads]
@@ -383,8 +380,7 @@ def unbroadcast(grad, shape):
     leading = tuple(range(ndim_extra))
     stretched = tuple(ndim_extra + i for i, n in enumerate(shape)
                       if n == 1 and grad.shape[ndim_extra + i] != 1)
-    # keepdims=True: NumPy returns an array even when every axis is summed
-    # (without it, a full sum is a NumPy scalar, not an array).
+    # keepdims=True: an array even when every axis is summed (else a NumPy scalar)
     return grad.sum(axis=leading + stretched, keepdims=True).reshape(shape)
     # END SOLUTION
 

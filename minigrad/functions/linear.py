@@ -34,10 +34,8 @@ class LinearFunction(Function):
         g2, x2 = g.reshape(-1, g.shape[-1]), x.reshape(-1, x.shape[-1])
         gx = (g @ weight) if need[0] else None
         gw = (g2.T @ x2) if need[1] else None
-        if len(need) == 3:
-            gb = g2.sum(axis=0) if need[2] else None
-            return gx, gw, gb
-        return gx, gw
+        gb = g2.sum(axis=0) if len(need) == 3 and need[2] else None
+        return (gx, gw, gb) if len(need) == 3 else (gx, gw)
         # END SOLUTION
 
 

@@ -145,10 +145,8 @@ class CrossEntropy(Function):
 
     def forward(self, logits, target):
         xp = get_array_module(logits)
-        z, t = _classes_last(logits, target, "cross_entropy")
+        z, t, w, all_valid = self._checked(logits, target)   # (M, C), (M,): classes last
         num_classes = z.shape[1]
-        all_valid = _check_targets(t, num_classes, self.ignore_index, "cross_entropy")
-        w = _check_class_weight(self.weight, num_classes, logits, "cross_entropy")
         # BEGIN SOLUTION ch02.5
         if (all_valid and t.size and self.reduction != "none"
                 and not 0 <= self.ignore_index < num_classes):    # no position is ignored
@@ -173,7 +171,6 @@ class CrossEntropy(Function):
         # END SOLUTION
         self.logp, self.safe_t, self.keep, self.count, self.w = logp, safe_t, keep, count, w
         self.rows, self.logits_shape = rows, logits.shape
-        self.all_kept = keep is None        # nothing ignored: one scale for every row
         return _reduce_kept(loss, self.reduction, self.count, target.shape, logits.dtype)
 
     def backward(self, g):
@@ -191,9 +188,18 @@ class CrossEntropy(Function):
             grad[self.rows, self.safe_t] -= 1.0 - eps
             # END SOLUTION
             grad *= weight
-        if not self.all_kept:     # ignored rows are 0 even where softmax is not finite
+        if self.keep is not None:     # ignored rows are 0 even where softmax is not finite
             grad = blocked_to_zero(grad, lambda: self.keep.reshape(-1, 1))
         return restore_layout(grad, self.logits_shape), None
+
+    def _checked(self, logits, target):
+        """``(z, t, w, all_valid)``: logits and target checked, with the class axis
+        last (:func:`_classes_last`), the class weights checked (or None), and
+        whether every target lies in [0, C) (:func:`_check_targets`)."""
+        z, t = _classes_last(logits, target, "cross_entropy")
+        all_valid = _check_targets(t, z.shape[1], self.ignore_index, "cross_entropy")
+        w = _check_class_weight(self.weight, z.shape[1], logits, "cross_entropy")
+        return z, t, w, all_valid
 
 
 _FUSED_DTYPES = backend.FUSED_DTYPES   # dtypes of the GPU kernel

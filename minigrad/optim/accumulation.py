@@ -196,16 +196,11 @@ class GradientAccumulator:
     def backward(self, loss, num_items=None) -> None:
         """Back-propagate micro-batch j's mean loss L_j times its item count n_j.
 
-        ``.grad`` gains n_j·grad L_j, the gradient of the micro-batch's *sum* of
-        per-item losses, and the window counts n_j; the division by N = Σ n_j
-        waits for the update.  ``num_items`` is n_j (a number >= 0 or a
-        one-element Tensor; 0 counts the micro-batch but adds nothing), or None
-        to count it as 1.  A non-finite loss marks the window to be skipped.
-
-        Raises TypeError or ValueError for a bad ``loss`` or ``num_items`` (or a
-        window mixing n_j and None), RuntimeError for a loss that does not
-        require grad or a second ``backward`` before ``step``
-        (:func:`~minigrad.optim.accumulation_checks.check_backward`).
+        ``.grad`` gains n_j·grad L_j (the gradient of the *sum* of its per-item
+        losses) and the window counts n_j; the division waits for the update.
+        ``num_items``: n_j (a number >= 0 or a one-element Tensor; 0 adds
+        nothing), or None to count 1.  A bad call raises TypeError, ValueError or
+        RuntimeError (:func:`~minigrad.optim.accumulation_checks.check_backward`).
         """
         weight, mode = checks.check_backward(self, loss, num_items)
         # BEGIN SOLUTION ch04.3
@@ -236,13 +231,9 @@ class GradientAccumulator:
         window.awaiting_step = True
 
     def step(self) -> bool:
-        """Close micro-batch j; on the k-th, update the parameters.
-
-        Returns True when an optimizer update was made, False while the window
-        fills (or when it was skipped for non-finite values).  Raises
-        RuntimeError without a ``backward`` since the last ``step``; if the
-        update raises, nothing has changed and calling ``step`` again makes the
-        same update as a run that never failed.
+        """Close micro-batch j; on the k-th, update the parameters.  Returns True
+        when an update was made.  RuntimeError without a ``backward`` first; if
+        the update raises, nothing changed, and a retry makes the same update.
         """
         checks.check_step(self)
         # BEGIN SOLUTION ch04.4
@@ -275,11 +266,8 @@ class GradientAccumulator:
 
     # ------------------------------------------------------------------ update
     def _update(self) -> bool:
-        """Normalize by the window's total, clip, step optimizer and scheduler once.
-
-        All or nothing: the optimizer's checks run first; the scheduler steps
-        ahead and is put back unless the update completes (``step_ahead``).
-        """
+        """Normalize by the window's total, clip, step optimizer and scheduler once:
+        all or nothing (the checks first; ``step_ahead`` puts the scheduler back)."""
         self.optimizer._check_step()          # raises before anything changes
         with step_ahead(self.optimizer, self.scheduler) as schedule:    # the scheduler's step
             if not self.window.normalized:      # once: a retry must not divide again
@@ -297,10 +285,7 @@ class GradientAccumulator:
 
     def _mean_gradient(self):
         """Divide the window's summed gradient by its item total, check, clip.
-
-        Returns ``(window loss, grad norm)``, or None when the window is skipped
-        or empty (:meth:`_window_sums`, :meth:`_skip_window`).
-        """
+        Returns ``(window loss, grad norm)``, or None: the window is skipped or empty."""
         params = self._window_sums()    # the parameters whose .grad holds Σ_j n_j grad L_j
         if params is None:
             return None
@@ -331,7 +316,7 @@ class GradientAccumulator:
         if self.comm is not None and not self._reduce_window():
             return None                 # no rank had a micro-batch (flush at the end)
         if self.window.item_total == 0:     # every micro-batch empty: no mean to step on
-            self._skip_window(math.nan, _NO_ITEMS)
+            self._skip_window(math.nan, _NO_ITEMS, stacklevel=6)    # one frame deeper
             return None
         params = [p for p in self.optimizer._params() if p.grad is not None]
         if self.scaler is not None:
@@ -353,7 +338,9 @@ class GradientAccumulator:
         from ..distributed import reduce_window  # noqa: PLC0415 (distributed imports optim)
         return reduce_window(self)
 
-    def _skip_window(self, window_loss, reason=_NONFINITE) -> None:
+    def _skip_window(self, window_loss, reason=_NONFINITE, stacklevel=5) -> None:
+        """Drop the window (non-finite, or no items) and warn; ``stacklevel``: the
+        frames up to the user's ``step()`` or ``flush()`` call, where the warning points."""
         # BEGIN SOLUTION ch05.3
         if self.model is not None:
             for layer in nn.batchnorm_layers(self.model):
@@ -370,7 +357,7 @@ class GradientAccumulator:
             warnings.warn(f"GradientAccumulator: {reason} "
                           f"after {self.updates} updates (window loss {window_loss}); "
                           "the window is skipped: no optimizer or scheduler step",
-                          RuntimeWarning, stacklevel=5)
+                          RuntimeWarning, stacklevel=stacklevel)
         # END SOLUTION
 
     # --------------------------------------------------------- save and resume

@@ -49,7 +49,15 @@ def check_accumulator(optimizer, accumulation_steps, max_grad_norm, scheduler, m
 
 
 def check_backward(acc, loss, num_items):
-    """Check a call of ``backward(loss, num_items)``; returns ``(n_j, mode)``."""
+    """Check a call of ``backward(loss, num_items)``; returns ``(n_j, mode)``.
+
+    Raises:
+        TypeError: ``loss`` is not a Tensor, or ``num_items`` not a number.
+        ValueError: ``loss`` has more than one element, ``num_items < 0`` (or
+            not finite), or the window mixes ``num_items`` and None.
+        RuntimeError: ``loss`` does not require grad, ``backward`` is called
+            twice without ``step`` in between, or the last update must be retried.
+    """
     name = "GradientAccumulator.backward"
     if not isinstance(loss, Tensor):
         raise TypeError(f"{name}: loss must be a Tensor, got {type(loss).__name__}")
