@@ -141,9 +141,9 @@ class Optimizer:
         check_step(self)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Clear every parameter's gradient: ``.grad = None`` (PyTorch's default,
-        which frees the memory and lets :meth:`step` skip the parameter), or,
-        with ``set_to_none=False``, zeros written into the gradient arrays."""
+        """Clear every parameter's gradient.  ``.grad = None`` (PyTorch's default)
+        frees the memory and lets :meth:`step` skip the parameter; with
+        ``set_to_none=False`` zeros are written into the gradient arrays."""
         # BEGIN SOLUTION ch03.9
         for p in self._params():
             if p.grad is None:
