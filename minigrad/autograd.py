@@ -176,8 +176,8 @@ def _topological_order(root_fn):
     creators of its inputs, and ``{id(leaf): [uses, None]}`` for every leaf that
     requires grad (how many input slots will send it a gradient; the None is
     where backward sums it).  Depth-first with an explicit stack: O(nodes +
-    edges), no recursion limit.  Raises RuntimeError (:func:`_check_alive`)
-    before any ``.grad`` is touched if an earlier backward freed the graph.
+    edges), no recursion limit.  Raises RuntimeError before any ``.grad`` is
+    touched if an earlier backward freed the graph (:func:`_freed_graph_error`).
     """
     # BEGIN SOLUTION ch01.8
     order, uses = [], {}
@@ -191,7 +191,8 @@ def _topological_order(root_fn):
                 if x._requires_grad:            # a leaf: one more use
                     uses.setdefault(id(x), [0, None])[0] += 1
             elif parent not in visited:
-                _check_alive(parent)
+                if parent._released:            # freed by an earlier backward
+                    raise _freed_graph_error(parent)
                 visited.add(parent)
                 stack.append((parent, iter(parent.inputs)))
                 break
@@ -203,11 +204,10 @@ def _topological_order(root_fn):
     # END SOLUTION
 
 
-def _check_alive(fn) -> None:
-    """Raise if an earlier backward (``retain_graph=False``) released ``fn``."""
-    if fn._released:
-        raise RuntimeError(f"backward: the graph through {type(fn).__name__} was already "
-                           "freed by an earlier backward (retain_graph=False)")
+def _freed_graph_error(fn) -> RuntimeError:
+    """The error for a Function released by an earlier backward (``retain_graph=False``)."""
+    return RuntimeError(f"backward: the graph through {type(fn).__name__} was already "
+                        "freed by an earlier backward (retain_graph=False)")
 
 
 def backward(tensor, grad=None, retain_graph: bool = False) -> None:
