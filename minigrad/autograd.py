@@ -105,31 +105,18 @@ def _edge_to(t):
 
 
 class Function:
-    """A differentiable operation on raw arrays.
+    """A differentiable operation on raw arrays: ``MyFunction(options)(x, y)``.
 
-    Subclasses implement
-
-    * ``forward(self, *arrays) -> array`` (or a tuple of arrays), and
-    * ``backward(self, *grad_outputs) -> gradient per input`` (an array, a tuple
-      of arrays, or None for an input that needs no gradient),
-
-    saving on ``self`` whatever backward needs.  ``self.needs_input_grad`` is a
-    tuple of bools, one per input, so backward can skip work (read it in
-    backward; it is set before forward runs).  Non-Tensor arguments (axes,
-    exponents, ...) are passed to ``__init__``.
-
-    Use it as ``MyFunction(options)(x, y)``; inputs may be Tensors or arrays /
-    Python numbers (converted to constant Tensors).
+    Subclasses implement ``forward(self, *arrays)`` (an array or a tuple) and
+    ``backward(self, *grad_outputs)`` (per input an array, or None when not
+    needed: ``self.needs_input_grad``, one bool per input, is set before
+    forward), saving on ``self`` what backward needs.  Numbers become constants.
     """
 
-    # inputs: one entry per input, set when the Function is recorded: the
-    # Tensor itself for a leaf that requires grad, else an Edge.
-    inputs: tuple = ()
+    inputs: tuple = ()              # per input: the leaf Tensor itself, or an Edge
     needs_input_grad: tuple = ()
     _released: bool = False
-    # In-place check (see minigrad.inplace): the in-place counter when this
-    # Function was recorded.
-    _recorded_at: int = 0
+    _recorded_at: int = 0           # the in-place counter when recorded (minigrad.inplace)
 
     def __call__(self, *inputs):
         # The hot path of every model (a small network runs it thousands of times
@@ -171,12 +158,10 @@ class Function:
 
     def release(self) -> None:
         """Drop the inputs and saved arrays once backward no longer needs them."""
-        state = self.__dict__
-        for name in state:
+        for name in self.__dict__:
             if name not in _KEPT_AFTER_RELEASE:
-                state[name] = None
-        self.inputs = ()
-        self._released = True
+                self.__dict__[name] = None
+        self.inputs, self._released = (), True
 
     def __repr__(self):
         return f"<{type(self).__name__}>"
@@ -187,26 +172,15 @@ class Function:
 # ----------------------------------------------------------------------------
 
 def _topological_order(root_fn):
-    """Functions reachable from ``root_fn``, each after every Function that uses
-    it, and how many times each leaf that requires grad is an input.
-
-    Iterative depth-first search with an explicit stack: O(nodes + edges), no
-    recursion limit.  Each Function's inputs are walked exactly once, so the
-    counts are the number of (Function, input slot) pairs that will send the
-    leaf a gradient: when they reach zero during backward, the leaf's gradient
-    is final.
-
-    Returns:
-        ``(order, uses)``: the list of Functions, and ``{id(leaf): [uses, None]}``
-        (the None is the slot where backward sums the leaf's gradient).
-
-    Raises:
-        RuntimeError: a Function on the way was released by an earlier
-            backward (checked here, before any ``.grad`` is touched).
+    """``(order, uses)``: the Functions reachable from ``root_fn``, each before the
+    creators of its inputs, and ``{id(leaf): [uses, None]}`` for every leaf that
+    requires grad (how many input slots will send it a gradient; the None is
+    where backward sums it).  Depth-first with an explicit stack: O(nodes +
+    edges), no recursion limit.  Raises RuntimeError before any ``.grad`` is
+    touched if an earlier backward freed the graph (:func:`_freed_graph_error`).
     """
     # BEGIN SOLUTION ch01.8
-    order = []
-    uses = {}
+    order, uses = [], {}
     visited = {root_fn}             # Functions hash by identity
     stack = [(root_fn, iter(root_fn.inputs))]
     while stack:
@@ -214,17 +188,11 @@ def _topological_order(root_fn):
         for x in it:
             parent = x._creator
             if parent is None:
-                if x._requires_grad:
-                    entry = uses.get(id(x))
-                    if entry is None:
-                        uses[id(x)] = [1, None]
-                    else:
-                        entry[0] += 1
+                if x._requires_grad:            # a leaf: one more use
+                    uses.setdefault(id(x), [0, None])[0] += 1
             elif parent not in visited:
-                if parent._released:
-                    raise RuntimeError(f"backward: the graph through "
-                                       f"{type(parent).__name__} was already freed by an "
-                                       "earlier backward (retain_graph=False)")
+                if parent._released:            # freed by an earlier backward
+                    raise _freed_graph_error(parent)
                 visited.add(parent)
                 stack.append((parent, iter(parent.inputs)))
                 break
@@ -236,29 +204,24 @@ def _topological_order(root_fn):
     # END SOLUTION
 
 
-def backward(tensor, grad=None, retain_graph: bool = False) -> None:
-    """Compute d(tensor)/d(leaf) for every leaf that requires grad and add it to ``leaf.grad``.
+def _freed_graph_error(fn) -> RuntimeError:
+    """The error for a Function released by an earlier backward (``retain_graph=False``)."""
+    return RuntimeError(f"backward: the graph through {type(fn).__name__} was already "
+                        "freed by an earlier backward (retain_graph=False)")
 
-    Each leaf's gradient is added into ``leaf.grad`` as soon as it is final,
-    that is when the last Function that uses the leaf has run (PyTorch's
-    AccumulateGrad does the same), so at any moment at most the gradients of
-    the leaves still in use are held beside ``.grad``: accumulating over
-    micro-batches costs one parameter's gradient on top of ``.grad``, not a
-    second copy of every gradient.
+
+def backward(tensor, grad=None, retain_graph: bool = False) -> None:
+    """Compute d(tensor)/d(leaf) for every leaf that requires grad; add it to ``leaf.grad``.
 
     Args:
         tensor: the output Tensor; must require grad.
-        grad: the upstream gradient, same shape as ``tensor`` (a Tensor, array
-            or number).  May be omitted only for a tensor with one element,
-            where it defaults to 1.
-        retain_graph: keep the saved arrays so that backward can run through
-            the graph again.
+        grad: the upstream gradient, of ``tensor``'s shape (Tensor, array or
+            number); may be omitted for a one-element tensor (then 1).
+        retain_graph: keep the saved arrays, so backward can run through the graph again.
 
     Raises:
-        RuntimeError: the tensor does not require grad, or the graph was
-            already freed by an earlier backward.
-        ValueError: ``grad`` is missing for a non-scalar output, or its shape
-            does not match.
+        RuntimeError: the tensor does not require grad, or its graph was freed.
+        ValueError: ``grad`` is missing for a non-scalar output, or has another shape.
     """
     grad_array = _initial_gradient(tensor, grad)      # checked; 1 for one element
     root = tensor._creator
@@ -311,16 +274,10 @@ def _initial_gradient(tensor, grad):
 
 
 def _send_gradients(fn, grad_outputs, grads, leaves) -> None:
-    """Run ``fn.backward`` and hand each input its gradient.
-
-    An interior input's gradient is added to the slot of its output index in
-    ``grads[its creator]``.  A leaf's is added to its sum in
-    ``leaves[id(leaf)]``; when this was the leaf's last use, the entry leaves
-    the dict and the sum goes into ``leaf.grad`` at once (:func:`_finish_leaf`).
-    The gradients are taken out of the list one by one, so that a fresh array
-    is held by one name only when it reaches the leaf and can become
-    ``leaf.grad`` without a copy.
-    """
+    """Run ``fn.backward``; add each input's gradient to its pending sum:
+    ``grads[creator][output index]``, or ``leaves[id(leaf)]`` for a leaf (into
+    ``.grad`` after its last use: :func:`_finish_leaf`, which takes a fresh array
+    held by one name only, as taking them out of the list one by one ensures)."""
     in_grads = fn.backward(*grad_outputs)
     grad_outputs.clear()             # the upstream gradients are freed here, not later
     in_grads = list(in_grads) if isinstance(in_grads, tuple) else [in_grads]
@@ -332,12 +289,8 @@ def _send_gradients(fn, grad_outputs, grads, leaves) -> None:
         g, in_grads[i] = in_grads[i], None
         if not x._requires_grad:
             continue
-        if g is not None:
-            if g.shape != x.shape:
-                raise RuntimeError(f"{type(fn).__name__}.backward returned a gradient of "
-                                   f"shape {tuple(g.shape)} for an input of shape {x.shape}")
-            if g.dtype != x.dtype:
-                g = g.astype(x.dtype)
+        if g is not None and (g.shape != x.shape or g.dtype != x.dtype):
+            g = _fit_gradient(fn, g, x)      # cast to x's dtype; a wrong shape raises
         parent = x._creator
         if parent is None:
             entry = leaves[id(x)]            # [uses left, gradient summed so far]
@@ -355,6 +308,14 @@ def _send_gradients(fn, grad_outputs, grads, leaves) -> None:
             slots[k] = g if slots[k] is None else slots[k] + g
 
 
+def _fit_gradient(fn, g, x):
+    """``g`` in the dtype of the input ``x``; RuntimeError naming ``fn`` if its shape differs."""
+    if g.shape != x.shape:
+        raise RuntimeError(f"{type(fn).__name__}.backward returned a gradient of "
+                           f"shape {tuple(g.shape)} for an input of shape {x.shape}")
+    return g.astype(x.dtype)
+
+
 def _count_down_leaves(fn, leaves) -> None:
     """A Function that receives no gradient sends none: its leaf inputs' uses end."""
     for x in fn.inputs:
@@ -368,7 +329,11 @@ def _count_down_leaves(fn, leaves) -> None:
 def _finish_leaf(leaf, entry) -> None:
     """The leaf's last use has run: add its summed gradient into ``leaf.grad``.
 
-    A fresh array that nothing else holds becomes ``leaf.grad`` as it is,
+    Adding each leaf's gradient as soon as it is final (PyTorch's
+    AccumulateGrad does the same) means that at most the gradients of the
+    leaves still in use are held beside ``.grad``: accumulating over
+    micro-batches costs one parameter's gradient on top of ``.grad``, not a
+    second copy of every gradient.  A fresh array that nothing else holds becomes ``leaf.grad`` as it is,
     which saves a full copy of every weight gradient (PyTorch's AccumulateGrad
     makes the same reference-count test).  A view (base is not None) shares
     memory with its base, and an array with more references is still held
@@ -415,8 +380,7 @@ def unbroadcast(grad, shape):
     leading = tuple(range(ndim_extra))
     stretched = tuple(ndim_extra + i for i, n in enumerate(shape)
                       if n == 1 and grad.shape[ndim_extra + i] != 1)
-    # keepdims=True: NumPy returns an array even when every axis is summed
-    # (without it, a full sum is a NumPy scalar, not an array).
+    # keepdims=True: an array even when every axis is summed (else a NumPy scalar)
     return grad.sum(axis=leading + stretched, keepdims=True).reshape(shape)
     # END SOLUTION
 

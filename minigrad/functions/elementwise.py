@@ -81,8 +81,7 @@ class Mul(_Binary):
         return a * b
 
     def arrays_read(self):
-        """What backward reads (the in-place check looks only at these): b for
-        a's gradient, a for b's; w * x with x a constant never reads w."""
+        """What backward reads, for the in-place check: b for a's gradient, a for b's."""
         needs = self.needs_input_grad
         return [v for v, need in ((self.b, needs[0]), (self.a, needs[1])) if need]
 

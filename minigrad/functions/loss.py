@@ -145,10 +145,8 @@ class CrossEntropy(Function):
 
     def forward(self, logits, target):
         xp = get_array_module(logits)
-        z, t = _classes_last(logits, target, "cross_entropy")
+        z, t, w, all_valid = self._checked(logits, target)   # (M, C), (M,): classes last
         num_classes = z.shape[1]
-        all_valid = _check_targets(t, num_classes, self.ignore_index, "cross_entropy")
-        w = _check_class_weight(self.weight, num_classes, logits, "cross_entropy")
         # BEGIN SOLUTION ch02.5
         if (all_valid and t.size and self.reduction != "none"
                 and not 0 <= self.ignore_index < num_classes):    # no position is ignored
@@ -172,48 +170,68 @@ class CrossEntropy(Function):
         loss = loss.astype(logits.dtype, copy=False)
         # END SOLUTION
         self.logp, self.safe_t, self.keep, self.count, self.w = logp, safe_t, keep, count, w
-        self.rows = rows
-        self.logits_shape = logits.shape
-        # Nothing ignored: backward scales every row by one number.
-        self.all_kept = keep is None
+        self.rows, self.logits_shape = rows, logits.shape
         return _reduce_kept(loss, self.reduction, self.count, target.shape, logits.dtype)
 
     def backward(self, g):
         xp = get_array_module(g)
         eps = self.label_smoothing
-        if self.all_kept:                 # the same weight for every row ("mean"/"sum")
-            weight = g / count_as(self.count, g) if self.reduction == "mean" else g
-            weight = weight.astype(self.logp.dtype, copy=False)
-        else:
-            weight = _kept_weights(g, self.reduction, self.keep, self.count)
-            weight = weight.reshape(-1, 1).astype(self.logp.dtype, copy=False)
-        w = self.w
-        if xp is not np and w is None and self.logp.dtype in _FUSED_DTYPES:
-            grad = _cross_entropy_grad_gpu(self.logp, self.safe_t, weight, eps)   # one kernel
+        weight = _row_weights(g, self.reduction, self.keep, self.count, self.logp.dtype)
+        if self.w is not None or (xp is not np and self.logp.dtype in _FUSED_DTYPES):
+            grad = _weighted_or_fused_grad(self, weight)     # class weights; a GPU kernel
         else:
             grad = xp.exp(self.logp)                          # softmax, (M, C)
             num_classes = grad.shape[1]
-            if w is None:
-                # BEGIN SOLUTION ch02.6
-                if eps > 0:
-                    grad -= eps / num_classes
-                grad[self.rows, self.safe_t] -= 1.0 - eps
-                # END SOLUTION
-            else:
-                # (1-ε)·w_y·(p - onehot(y)) + (ε/C)·(Σ_c w_c · p - w)
-                w_y = w[self.safe_t]
-                coef = (1.0 - eps) * w_y + (eps / num_classes) * w.sum()
-                grad *= coef[:, None]
-                if eps > 0:
-                    grad -= (eps / num_classes) * w
-                grad[self.rows, self.safe_t] -= (1.0 - eps) * w_y
+            # BEGIN SOLUTION ch02.6
+            if eps > 0:
+                grad -= eps / num_classes
+            grad[self.rows, self.safe_t] -= 1.0 - eps
+            # END SOLUTION
             grad *= weight
-        if not self.all_kept:     # ignored rows are 0 even where softmax is not finite
+        if self.keep is not None:     # ignored rows are 0 even where softmax is not finite
             grad = blocked_to_zero(grad, lambda: self.keep.reshape(-1, 1))
         return restore_layout(grad, self.logits_shape), None
 
+    def _checked(self, logits, target):
+        """``(z, t, w, all_valid)``: logits and target checked, with the class axis
+        last (:func:`_classes_last`), the class weights checked (or None), and
+        whether every target lies in [0, C) (:func:`_check_targets`)."""
+        z, t = _classes_last(logits, target, "cross_entropy")
+        all_valid = _check_targets(t, z.shape[1], self.ignore_index, "cross_entropy")
+        w = _check_class_weight(self.weight, z.shape[1], logits, "cross_entropy")
+        return z, t, w, all_valid
+
 
 _FUSED_DTYPES = backend.FUSED_DTYPES   # dtypes of the GPU kernel
+
+
+def _row_weights(g, reduction, keep, count, dtype):
+    """What each row of CrossEntropy's (M, C) gradient is multiplied by, in ``dtype``:
+    with nothing ignored (``keep`` None) one number, g / count ("mean") or g
+    ("sum"); else one per row, (M, 1), 0 at ignored rows (:func:`_kept_weights`)."""
+    if keep is None:
+        weight = g / count_as(count, g) if reduction == "mean" else g
+    else:
+        weight = _kept_weights(g, reduction, keep, count).reshape(-1, 1)
+    return weight.astype(dtype, copy=False)
+
+
+def _weighted_or_fused_grad(ce, weight):
+    """CrossEntropy's gradient with class weights w, or unweighted on the GPU in one
+    kernel, times the rows' ``weight``.  Weighted, per row with target y:
+    (1-ε)·w_y·(p - onehot(y)) + (ε/C)·(Σ_c w_c·p - w), p = softmax."""
+    eps, w, rows, safe_t = ce.label_smoothing, ce.w, ce.rows, ce.safe_t
+    if w is None:
+        return _cross_entropy_grad_gpu(ce.logp, safe_t, weight, eps)
+    grad = get_array_module(ce.logp).exp(ce.logp)       # softmax, (M, C)
+    num_classes = grad.shape[1]
+    w_y = w[safe_t]
+    grad *= ((1.0 - eps) * w_y + (eps / num_classes) * w.sum())[:, None]
+    if eps > 0:
+        grad -= (eps / num_classes) * w
+    grad[rows, safe_t] -= (1.0 - eps) * w_y
+    grad *= weight
+    return grad
 
 
 def _cross_entropy_grad_gpu(logp, target, weight, eps):

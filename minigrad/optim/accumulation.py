@@ -194,34 +194,20 @@ class GradientAccumulator:
 
     # ------------------------------------------------------------- per micro-batch
     def backward(self, loss, num_items=None) -> None:
-        """Back-propagate micro-batch j's mean loss, weighted by its item count.
+        """Back-propagate micro-batch j's mean loss L_j times its item count n_j.
 
-        Adds ``num_items * grad(loss)`` into the parameters' ``.grad`` (the
-        gradient of the sum of the micro-batch's per-item losses) and counts
-        ``num_items``.  A non-finite loss is not back-propagated; it marks the
-        window to be skipped.  A micro-batch with no items (``num_items=0``:
-        every target ignored) counts as one of the k and adds nothing: its
-        loss (a mean over nothing, nan) is neither back-propagated nor added
-        to the window's loss; a window of empty micro-batches only is skipped.
-
-        Args:
-            loss: a Tensor with one element that requires grad: the *mean* of
-                the micro-batch's per-item losses.
-            num_items: n_j, the number of items the mean is over (a number
-                >= 0 or a one-element Tensor), or None to count the
-                micro-batch as 1.
-
-        Raises:
-            TypeError: ``loss`` is not a Tensor, or ``num_items`` not a number.
-            ValueError: ``loss`` has more than one element, ``num_items < 0``
-                (or not finite), or the window mixes ``num_items`` and None.
-            RuntimeError: ``loss`` does not require grad, or ``backward`` is
-                called twice without ``step`` in between.
+        ``.grad`` gains n_j·grad L_j (the gradient of the *sum* of its per-item
+        losses) and the window counts n_j; the division waits for the update.
+        ``num_items``: n_j (a number >= 0 or a one-element Tensor; 0 adds
+        nothing), or None to count 1.  A bad call raises TypeError, ValueError or
+        RuntimeError (:func:`~minigrad.optim.accumulation_checks.check_backward`).
         """
         weight, mode = checks.check_backward(self, loss, num_items)
         # BEGIN SOLUTION ch04.3
         value = float(loss.item())
         if weight != 0 and math.isfinite(value):
+            # Seed backward with n_j (times the loss scale), not 1: it back-propagates
+            # n_j·L_j, so .grad gains n_j·grad L_j.
             xp = backend.get_array_module(loss.data)
             scale = 1.0 if self.scaler is None else self.scaler.get_scale()
             loss.backward(xp.full(loss.shape, weight * scale, dtype=loss.dtype))
@@ -229,15 +215,15 @@ class GradientAccumulator:
         # END SOLUTION
 
     def _count_micro_batch(self, weight, mode, value) -> None:
-        """The end of every micro-batch's backward (the pipeline stages' too):
-        count n_j and n_j L_j, or mark the window non-finite."""
+        """Count n_j and n_j·L_j, or mark the window non-finite (the end of every
+        micro-batch's backward, the pipeline stages' too)."""
         window = self.window
         # BEGIN SOLUTION ch04.3
         if weight != 0:                         # no items: nothing to add
             if not math.isfinite(value):
                 window.nonfinite = True
-            elif self.buffer is not None:       # sum .grad into the window's buffer
-                self.buffer.add(self.optimizer._params())
+            elif self.buffer is not None:       # move .grad into the window's buffer:
+                self.buffer.add(self.optimizer._params())   # sum += grad; grad = None
             window.loss_sum += weight * value
         window.mode = mode
         window.item_total += weight
@@ -245,23 +231,13 @@ class GradientAccumulator:
         window.awaiting_step = True
 
     def step(self) -> bool:
-        """Close micro-batch j; on the k-th, update the parameters.
-
-        Returns:
-            True when an optimizer update was made (the window was complete
-            and finite); False otherwise (the window is still filling, or it
-            was skipped for non-finite values).
-
-        Raises:
-            RuntimeError: no ``backward`` since the last ``step``.
-            Whatever the update raises (a gradient of the wrong shape, a bad
-            hyperparameter, a scheduler's ``lr_lambda``): then nothing has
-            changed, the micro-batch is still waiting for this ``step``, and
-            calling it again makes the same update as a run that never failed.
+        """Close micro-batch j; on the k-th, update the parameters.  Returns True
+        when an update was made.  RuntimeError without a ``backward`` first; if
+        the update raises, nothing changed, and a retry makes the same update.
         """
         checks.check_step(self)
         # BEGIN SOLUTION ch04.4
-        if self.micro_step + 1 < self.accumulation_steps:
+        if self.window.micro_step + 1 < self.accumulation_steps:
             self.window.awaiting_step = False
             self.window.micro_step += 1
             return False
@@ -283,34 +259,24 @@ class GradientAccumulator:
         if self.comm is not None:       # collective: other ranks may hold items
             return self._update()
         # BEGIN SOLUTION ch05.1
-        if self.micro_step == 0:
+        if self.window.micro_step == 0:
             return False
         return self._update()
         # END SOLUTION
 
     # ------------------------------------------------------------------ update
     def _update(self) -> bool:
-        """Normalize by the window's total, clip, step optimizer and scheduler once.
-
-        All or nothing: the optimizer's checks run first, and the scheduler
-        steps ahead of everything else and is put back unless the update
-        completes (:class:`~minigrad.optim.lr_scheduler.step_ahead`).  If the
-        optimizer's step raises, the gradients stay normalized and clipped,
-        kept as ``window.prepared``, so that a retry uses them as they are.
-        """
+        """Normalize by the window's total, clip, step optimizer and scheduler once:
+        all or nothing (the checks first; ``step_ahead`` puts the scheduler back)."""
         self.optimizer._check_step()          # raises before anything changes
         with step_ahead(self.optimizer, self.scheduler) as schedule:    # the scheduler's step
-            if self.window.prepared is None:
-                prepared = self._mean_gradient()
-                if prepared is None:
+            if not self.window.normalized:      # once: a retry must not divide again
+                self.window.prepared = self._mean_gradient()    # (loss, norm) or None
+                if not self.window.normalized:
                     return False            # skipped: the scheduler is put back
-                self.window.prepared = prepared     # a retry must not divide again
             self.optimizer.step()
             schedule.commit()
-        if self.scaler is not None:
-            self.scaler.update()                # one scale update per window
-        if self.model is not None:
-            nn.apply_merged_running_stats(self.model)
+        self._after_step()                  # GradScaler's scale, BatchNorm's statistics
         self.optimizer.zero_grad()
         self.window_loss, self.last_grad_norm = self.window.prepared
         self.updates += 1
@@ -318,25 +284,12 @@ class GradientAccumulator:
         return True
 
     def _mean_gradient(self):
-        """Turn the window's sums in ``.grad`` into its mean gradient, clipped.
-
-        Returns ``(window loss, grad norm)``, or None when there is no update
-        to make: the window was skipped (no items, or a non-finite value), or
-        (with ``comm``) no rank had a micro-batch.
-        """
-        if self.buffer is not None:     # the window's sums, summed in the buffer,
-            self.buffer.write(self.optimizer._params())     # back into .grad
-        if self.comm is not None and not self._reduce_window():
-            return None                 # no rank had a micro-batch (flush at the end)
-        total = self.window.item_total
-        if total == 0:                  # every micro-batch empty: no mean to step on
-            self._skip_window(math.nan, _NO_ITEMS)
+        """Divide the window's summed gradient by its item total, check, clip.
+        Returns ``(window loss, grad norm)``, or None: the window is skipped or empty."""
+        params = self._window_sums()    # the parameters whose .grad holds Σ_j n_j grad L_j
+        if params is None:
             return None
-        params = [p for p in self.optimizer._params() if p.grad is not None]
-        if self.scaler is not None:
-            self.scaler.unscale_(self.optimizer)    # once per window, before clipping
-            if self.window.nonfinite:   # an inf/nan loss: an overflow like any other
-                self.scaler._record_found_inf(self.optimizer)
+        total = self.window.item_total
         # BEGIN SOLUTION ch04.5
         for p in params:                # sum_j n_j grad L_j -> grad of the window mean
             p.grad.data /= backend.count_as(total, p.grad.data)   # never a float16 count
@@ -350,12 +303,44 @@ class GradientAccumulator:
         # END SOLUTION
         return window_loss, grad_norm
 
+    def _window_sums(self):
+        """The parameters whose ``.grad`` holds the window's sum, ready to divide.
+
+        The sum comes back from the buffer (``dtype=``), is summed over the
+        ranks (``comm``) and unscaled (``scaler``).  None when there is nothing
+        to divide: no rank had a micro-batch (flush at the end), or the window
+        holds no items (then it is skipped).
+        """
+        if self.buffer is not None:     # the window's sums, summed in the buffer,
+            self.buffer.write(self.optimizer._params())     # back into .grad
+        if self.comm is not None and not self._reduce_window():
+            return None                 # no rank had a micro-batch (flush at the end)
+        if self.window.item_total == 0:     # every micro-batch empty: no mean to step on
+            self._skip_window(math.nan, _NO_ITEMS, stacklevel=6)    # one frame deeper
+            return None
+        params = [p for p in self.optimizer._params() if p.grad is not None]
+        if self.scaler is not None:
+            self.scaler.unscale_(self.optimizer)    # once per window, before clipping
+            if self.window.nonfinite:   # an inf/nan loss: an overflow like any other
+                self.scaler._record_found_inf(self.optimizer)
+        return params
+
+    def _after_step(self) -> None:
+        """Once per window, after the optimizer's step: the GradScaler's scale
+        update, the model's merged BatchNorm running statistics."""
+        if self.scaler is not None:
+            self.scaler.update()
+        if self.model is not None:
+            nn.apply_merged_running_stats(self.model)
+
     def _reduce_window(self) -> bool:
         """Data parallelism: sum gradients and counts over the ranks, one all-reduce."""
         from ..distributed import reduce_window  # noqa: PLC0415 (distributed imports optim)
         return reduce_window(self)
 
-    def _skip_window(self, window_loss, reason=_NONFINITE) -> None:
+    def _skip_window(self, window_loss, reason=_NONFINITE, stacklevel=5) -> None:
+        """Drop the window (non-finite, or no items) and warn; ``stacklevel``: the
+        frames up to the user's ``step()`` or ``flush()`` call, where the warning points."""
         # BEGIN SOLUTION ch05.3
         if self.model is not None:
             for layer in nn.batchnorm_layers(self.model):
@@ -372,7 +357,7 @@ class GradientAccumulator:
             warnings.warn(f"GradientAccumulator: {reason} "
                           f"after {self.updates} updates (window loss {window_loss}); "
                           "the window is skipped: no optimizer or scheduler step",
-                          RuntimeWarning, stacklevel=5)
+                          RuntimeWarning, stacklevel=stacklevel)
         # END SOLUTION
 
     # --------------------------------------------------------- save and resume

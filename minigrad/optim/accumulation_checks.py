@@ -49,7 +49,15 @@ def check_accumulator(optimizer, accumulation_steps, max_grad_norm, scheduler, m
 
 
 def check_backward(acc, loss, num_items):
-    """Check a call of ``backward(loss, num_items)``; returns ``(n_j, mode)``."""
+    """Check a call of ``backward(loss, num_items)``; returns ``(n_j, mode)``.
+
+    Raises:
+        TypeError: ``loss`` is not a Tensor, or ``num_items`` not a number.
+        ValueError: ``loss`` has more than one element, ``num_items < 0`` (or
+            not finite), or the window mixes ``num_items`` and None.
+        RuntimeError: ``loss`` does not require grad, ``backward`` is called
+            twice without ``step`` in between, or the last update must be retried.
+    """
     name = "GradientAccumulator.backward"
     if not isinstance(loss, Tensor):
         raise TypeError(f"{name}: loss must be a Tensor, got {type(loss).__name__}")
@@ -90,7 +98,7 @@ def check_backward_output(acc, output, grad_output, num_items):
 
 def check_window_open(name, window) -> None:
     """RuntimeError when the last update raised after normalizing the window."""
-    if window.prepared is not None:
+    if window.normalized:
         raise RuntimeError(f"{name}: the last update raised after its gradients were "
                            "normalized; call step() (or flush()) again to retry it before "
                            "the next micro-batch")
@@ -119,7 +127,7 @@ def check_retry(name, acc) -> None:
     """RuntimeError when retrying the window's update would not be exact: the
     optimizer's step raised inside its arithmetic, after writing some
     parameters (see :class:`~minigrad.optim.Optimizer`)."""
-    if acc.window.prepared is not None and acc.optimizer._step_interrupted:
+    if acc.window.normalized and acc.optimizer._step_interrupted:
         raise RuntimeError(f"{name}: the last update was interrupted inside the "
                            "optimizer's step, after some parameters were written; a retry "
                            "would step them twice. Restore the model, the optimizer and "

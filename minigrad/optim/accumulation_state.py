@@ -33,6 +33,12 @@ class Window:
     nonfinite: bool = False        # a non-finite loss was seen in this window
     prepared: tuple | None = None  # (window loss, grad norm) once the grads are normalized
 
+    @property
+    def normalized(self) -> bool:
+        """The window's gradient is divided and clipped (``prepared`` holds the
+        result): a retried update steps on it as it is, without dividing again."""
+        return self.prepared is not None
+
 
 WINDOW_KEYS = tuple(field.name for field in dataclasses.fields(Window))
 COUNTER_KEYS = ("accumulation_steps", "max_grad_norm", "updates", "skipped_windows",

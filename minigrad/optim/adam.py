@@ -43,8 +43,8 @@ class Adam(Optimizer):
 
     decoupled_weight_decay = False
     _state_spec = {"step": "count", "exp_avg": "tensor", "exp_avg_sq": "tensor"}
-    _step_is_atomic = True
-    _state_dtype = staticmethod(updates.opmath_dtype)    # float16 params: float32 moments     # checks pass before the first write (Optimizer._check_step)
+    _step_is_atomic = True     # checks pass before the first write (Optimizer._check_step)
+    _state_dtype = staticmethod(updates.opmath_dtype)    # float16 params: float32 moments
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
@@ -76,28 +76,23 @@ class Adam(Optimizer):
         """One parameter's step on ``data`` (``p.data``, or its float32 copy)."""
         xp = backend.get_array_module(data)
         state = self.state.setdefault(p, {})
-        if not state:
-            state["step"] = 0
-            state["exp_avg"] = xp.zeros_like(data)
-            state["exp_avg_sq"] = xp.zeros_like(data)
-        state["step"] += 1
-        t = state["step"]
-        if weight_decay != 0:
-            if self.decoupled_weight_decay:
-                # BEGIN SOLUTION ch03.4
-                data *= 1 - lr * weight_decay       # AdamW: shrink the weights
-                # END SOLUTION
-            else:
-                g = g + weight_decay * data         # Adam: L2 in the gradient
+        if not state:                               # the first step: m_0 = v_0 = 0
+            state.update(step=0, exp_avg=xp.zeros_like(data), exp_avg_sq=xp.zeros_like(data))
+        state["step"] = t = state["step"] + 1
+        if weight_decay != 0 and self.decoupled_weight_decay:
+            # BEGIN SOLUTION ch03.4
+            data *= 1 - lr * weight_decay           # AdamW: shrink the weights
+            # END SOLUTION
+        elif weight_decay != 0:
+            g = g + weight_decay * data             # Adam: L2 in the gradient
         # BEGIN SOLUTION ch03.3
         m, v = state["exp_avg"], state["exp_avg_sq"]
         bias_correction1 = 1 - beta1 ** t
         bias_correction2_sqrt = math.sqrt(1 - beta2 ** t)
         step_size = lr / bias_correction1
         if updates.fused_on_gpu(data, g):           # the lines below, one GPU kernel
-            updates.adam_update_gpu(data, m, v, g, beta1, beta2, step_size,
-                                    bias_correction2_sqrt, eps)
-            return
+            return updates.adam_update_gpu(data, m, v, g, beta1, beta2, step_size,
+                                           bias_correction2_sqrt, eps)
         m += (1 - beta1) * (g - m)                  # = beta1*m + (1-beta1)*g
         v *= beta2
         v += (1 - beta2) * (g * g)

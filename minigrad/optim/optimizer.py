@@ -141,12 +141,9 @@ class Optimizer:
         check_step(self)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Clear every parameter's gradient.
-
-        With ``set_to_none=True`` (PyTorch's default) ``.grad`` becomes None,
-        which frees the memory and lets :meth:`step` skip the parameter; with
-        False the gradient arrays are filled with zeros in place.
-        """
+        """Clear every parameter's gradient.  ``.grad = None`` (PyTorch's default)
+        frees the memory and lets :meth:`step` skip the parameter; with
+        ``set_to_none=False`` zeros are written into the gradient arrays."""
         # BEGIN SOLUTION ch03.9
         for p in self._params():
             if p.grad is None:

@@ -209,8 +209,9 @@ def test_non_finite_loss_skips_the_whole_window(float64):
     acc.step()
     bad = ce_loss(model, x, y) * float("nan")
     acc.backward(bad, num_items=5)
-    with pytest.warns(RuntimeWarning, match="non-finite loss or gradient"):
+    with pytest.warns(RuntimeWarning, match="non-finite loss or gradient") as record:
         assert acc.step() is False
+    assert record[0].filename == __file__          # the warning names the caller's line
     assert acc.skipped_windows == 1 and acc.updates == 0 and acc.micro_step == 0
     assert max_abs_diff(params(model), before) == 0.0
     assert all(p.grad is None for p in model.parameters())

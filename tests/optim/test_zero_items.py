@@ -121,8 +121,9 @@ def test_window_without_any_item_is_skipped_with_a_warning(float64):
     acc.backward(F.cross_entropy(model(x), empty), num_items=0)
     assert acc.step() is False
     acc.backward(F.cross_entropy(model(x), empty), num_items=0.0)
-    with pytest.warns(RuntimeWarning, match="holds no items"):
+    with pytest.warns(RuntimeWarning, match="holds no items") as record:
         assert acc.step() is False
+    assert record[0].filename == __file__          # the warning names the caller's line
     assert acc.skipped_windows == 1 and acc.updates == 0 and acc.micro_step == 0
     assert np.isnan(acc.window_loss)
     for p, b in zip(model.parameters(), before):
@@ -141,6 +142,7 @@ def test_flush_of_an_empty_short_window_is_skipped(float64):
     acc.backward(F.cross_entropy(model(minigrad.ones((2, 3))), np.full(2, IGNORE)),
                  num_items=0)
     acc.step()
-    with pytest.warns(RuntimeWarning, match="holds no items"):
+    with pytest.warns(RuntimeWarning, match="holds no items") as record:
         assert acc.flush() is False
+    assert record[0].filename == __file__
     assert acc.micro_step == 0 and acc.skipped_windows == 1
