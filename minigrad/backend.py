@@ -236,11 +236,49 @@ def _is_bool_array(part) -> bool:
     return is_array(part) and part.dtype == np.bool_
 
 
-_kernels = {}   # name -> compiled cupy.ElementwiseKernel, made on first use
+KERNELS = {}    # name -> Kernel: every fused GPU kernel minigrad declares
+_compiled = {}  # name -> cupy.ElementwiseKernel, built on first use
 
 
-def elementwise_kernel(name: str, in_params: str, out_params: str, operation: str):
-    """A ``cupy.ElementwiseKernel``, built once per name and cached.
+class Kernel:
+    """A fused GPU kernel, declared as data by :func:`elementwise_kernel`.
+
+    Calling it runs a ``cupy.ElementwiseKernel`` built from these fields the
+    first time (``kernel(g, lr, p)``, CuPy's calling convention).  Because the
+    fields are plain data, ``tools/check_kernels.py`` can read every kernel
+    minigrad declares (:data:`KERNELS`) and compile it with NVRTC on a
+    machine without a GPU.
+
+    Attributes:
+        name: the kernel's name (``minigrad_<name>`` in a GPU profile).
+        in_params, out_params, operation: CuPy's ``ElementwiseKernel`` arguments.
+        types: for each type letter of the parameter lists, the dtypes
+            minigrad calls the kernel with (``{"T": FUSED_DTYPES}``).
+        scalars: the input parameters minigrad passes as Python numbers (the
+            others are arrays).
+    """
+
+    def __init__(self, name, in_params, out_params, operation, types, scalars):
+        self.name, self.in_params, self.out_params = name, in_params, out_params
+        self.operation, self.scalars = operation, tuple(scalars)
+        self.types = {letter: tuple(np.dtype(d) for d in dtypes)
+                      for letter, dtypes in types.items()}
+
+    def __call__(self, *args):
+        kernel = _compiled.get(self.name)
+        if kernel is None:
+            cp = array_module("cuda")
+            kernel = _compiled[self.name] = cp.ElementwiseKernel(
+                self.in_params, self.out_params, self.operation, f"minigrad_{self.name}")
+        return kernel(*args)
+
+    def __repr__(self):
+        return f"Kernel({self.name!r}, {self.in_params!r}, {self.out_params!r})"
+
+
+def elementwise_kernel(name: str, in_params: str, out_params: str, operation: str, *,
+                       types=None, scalars=()) -> Kernel:
+    """Declare a fused GPU kernel (a ``cupy.ElementwiseKernel``); call it to run it.
 
     One kernel runs a whole chain of elementwise operations in one pass over
     memory, with no temporary array between the steps (``p -= lr * g`` in
@@ -251,16 +289,26 @@ def elementwise_kernel(name: str, in_params: str, out_params: str, operation: st
     every element.  An output passed in as an existing array is updated in
     place, and its old value can be read in the body (``p -= lr * g``).
 
-    Only the GPU paths call this; it imports nothing on the CPU.
+    Declare each kernel once, at module level: the declaration is recorded
+    in :data:`KERNELS` (where ``tools/check_kernels.py`` compiles every
+    kernel for every dtype in ``types``).  Nothing is compiled, and CuPy is
+    not imported, until the returned :class:`Kernel` is first called.
 
-    Raises RuntimeError when no GPU is usable.
+    Args:
+        types: dtypes per type letter, ``{"T": FUSED_DTYPES}`` by default.
+        scalars: names of the input parameters passed as Python numbers.
+
+    Raises:
+        ValueError: ``name`` is already declared with another definition.
+        RuntimeError: (when called) no GPU is usable.
     """
-    kernel = _kernels.get(name)
-    if kernel is None:
-        cp = array_module("cuda")
-        kernel = _kernels[name] = cp.ElementwiseKernel(in_params, out_params, operation,
-                                                       f"minigrad_{name}")
-    return kernel
+    kernel = Kernel(name, in_params, out_params, operation,
+                    {"T": FUSED_DTYPES} if types is None else types, scalars)
+    declared = KERNELS.setdefault(name, kernel)
+    if vars(declared) != vars(kernel):
+        raise ValueError(f"elementwise_kernel: a kernel named {name!r} is already declared "
+                         "with another definition")
+    return declared
 
 
 def synchronize(device: str = "cuda") -> None:
