@@ -153,6 +153,34 @@ def opmath_dtype(dtype):
     return np.dtype(np.float32) if low else dtype
 
 
+_bfloat16_problem = {}   # array module name -> None (bfloat16 works) or why not
+
+
+def bfloat16_problem(xp):
+    """None when the array module ``xp`` computes in bfloat16, else the reason.
+
+    bfloat16 has no NumPy dtype of its own: ``ml_dtypes`` provides it, and
+    NumPy arrays of it work on the CPU.  CuPy 14 adds bfloat16 loops to its
+    ufuncs (add, subtract, multiply, isfinite, min/max, ``astype``) when
+    ``ml_dtypes`` is installed and NumPy is 2.1.2 or newer; older CuPy,
+    NumPy or a CUDA runtime before 12.2 lack them.  So the answer is a
+    probe, made once per module: a small array cast to bfloat16, added,
+    subtracted and cast back, as a bfloat16 accumulation buffer does.
+    """
+    name = xp.__name__
+    if name not in _bfloat16_problem:
+        try:
+            import ml_dtypes  # noqa: PLC0415
+            bf16 = np.dtype(ml_dtypes.bfloat16)
+            a = xp.arange(3, dtype=np.float32).astype(bf16)
+            back = ((a + a) - a).astype(np.float32)
+            ok = bool(xp.isfinite(a).all()) and asnumpy(back).tolist() == [0.0, 1.0, 2.0]
+            _bfloat16_problem[name] = None if ok else "bfloat16 arithmetic gave wrong values"
+        except Exception as e:      # ImportError, or CuPy without bfloat16 loops
+            _bfloat16_problem[name] = f"{type(e).__name__}: {e}"
+    return _bfloat16_problem[name]
+
+
 def count_as(count, array):
     """``count`` (an item total, a number of micro-batches) as a NumPy scalar to
     divide ``array`` by: float64 for float64 arrays, float32 for every other.
@@ -230,6 +258,23 @@ def check_index_bounds(index, shape) -> None:
                 raise IndexError(f"index {int(bad.reshape(-1)[0])} is out of bounds for axis "
                                  f"{axis} with size {size}")
         axis += n
+
+
+def all_finite(arrays) -> bool:
+    """True when every entry of every array in ``arrays`` is finite (no inf, no nan).
+
+    Each array's min and max carry any inf or nan (a nan makes both nan), so
+    nothing array-sized is allocated (``isfinite(a)`` would be a boolean array
+    as large as ``a``), and the answer comes to the host once for all the
+    arrays, not once per array: on the GPU each read waits for the device.
+    The arrays share one device.
+    """
+    arrays = [a for a in arrays if a.size]
+    if not arrays:
+        return True
+    xp = get_array_module(arrays[0])
+    extremes = xp.stack([e for a in arrays for e in (a.min(), a.max())])
+    return bool(xp.isfinite(extremes).all())
 
 
 def _is_bool_array(part) -> bool:
