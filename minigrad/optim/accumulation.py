@@ -200,7 +200,9 @@ class GradientAccumulator:
         Adds ``num_items * grad(loss)`` into the parameters' ``.grad`` (the
         gradient of the sum of the micro-batch's per-item losses) and counts
         ``num_items``.  A non-finite loss is not back-propagated; it marks the
-        window to be skipped.  A micro-batch with no items (``num_items=0``:
+        window to be skipped (on the GPU the loss is not read on the host, so
+        it is back-propagated, and the window is skipped at its end just the
+        same: ``accumulation_device.py``).  A micro-batch with no items (``num_items=0``:
         every target ignored) counts as one of the k and adds nothing: its
         loss (a mean over nothing, nan) is neither back-propagated nor added
         to the window's loss; a window of empty micro-batches only is skipped.
