@@ -17,7 +17,7 @@ TEST_PATHS := tests tools/tests $(if $(NOTEBOOKS),notebooks)
 # --nbval-current-env: run notebooks in this venv's kernel, not a system one.
 PYTEST_ARGS := $(TEST_PATHS) --nbval-lax --nbval-current-env -q
 
-.PHONY: venv test demo bench test-gpu notebooks jupyter clean check-python check student selftest grade
+.PHONY: venv test demo bench test-gpu check-kernels notebooks jupyter clean check-python check student selftest grade
 
 venv: $(STAMP)
 
@@ -83,6 +83,13 @@ demo: venv
 
 bench: venv
 	$(PY) benchmarks/run_all.py
+
+# Every fused GPU kernel compiled with NVRTC for sm_90, without a GPU: installs
+# the kernels extra (CuPy, NVRTC, CUDA headers) into the venv first.
+check-kernels: venv
+	$(PIP) install -e '.[kernels]'
+	$(PY) tools/check_kernels.py
+	$(PY) -m pytest tools/tests/test_check_kernels.py -q
 
 test-gpu: venv
 	$(PIP) install -e '.[dev,gpu]'

@@ -160,6 +160,34 @@ _OPMATH = {}      # dtype -> opmath_dtype(dtype), filled on first use
 _FLOAT64 = np.dtype(np.float64)
 
 
+_bfloat16_problem = {}   # array module name -> None (bfloat16 works) or why not
+
+
+def bfloat16_problem(xp):
+    """None when the array module ``xp`` computes in bfloat16, else the reason.
+
+    bfloat16 has no NumPy dtype of its own: ``ml_dtypes`` provides it, and
+    NumPy arrays of it work on the CPU.  CuPy 14 adds bfloat16 loops to its
+    ufuncs (add, subtract, multiply, isfinite, min/max, ``astype``) when
+    ``ml_dtypes`` is installed and NumPy is 2.1.2 or newer; older CuPy,
+    NumPy or a CUDA runtime before 12.2 lack them.  So the answer is a
+    probe, made once per module: a small array cast to bfloat16, added,
+    subtracted and cast back, as a bfloat16 accumulation buffer does.
+    """
+    name = xp.__name__
+    if name not in _bfloat16_problem:
+        try:
+            import ml_dtypes  # noqa: PLC0415
+            bf16 = np.dtype(ml_dtypes.bfloat16)
+            a = xp.arange(3, dtype=np.float32).astype(bf16)
+            back = ((a + a) - a).astype(np.float32)
+            ok = bool(xp.isfinite(a).all()) and asnumpy(back).tolist() == [0.0, 1.0, 2.0]
+            _bfloat16_problem[name] = None if ok else "bfloat16 arithmetic gave wrong values"
+        except Exception as e:      # ImportError, or CuPy without bfloat16 loops
+            _bfloat16_problem[name] = f"{type(e).__name__}: {e}"
+    return _bfloat16_problem[name]
+
+
 def count_as(count, array):
     """``count`` (an item total, a number of micro-batches) as a NumPy scalar to
     divide ``array`` by: float64 for float64 arrays, float32 for every other.
@@ -260,15 +288,70 @@ def check_index_bounds(index, shape) -> None:
         axis += n
 
 
+def all_finite(arrays) -> bool:
+    """True when every entry of every array in ``arrays`` is finite (no inf, no nan).
+
+    Each array's min and max carry any inf or nan (a nan makes both nan), so
+    nothing array-sized is allocated (``isfinite(a)`` would be a boolean array
+    as large as ``a``), and the answer comes to the host once for all the
+    arrays, not once per array: on the GPU each read waits for the device.
+    The arrays share one device.
+    """
+    arrays = [a for a in arrays if a.size]
+    if not arrays:
+        return True
+    xp = get_array_module(arrays[0])
+    extremes = xp.stack([e for a in arrays for e in (a.min(), a.max())])
+    return bool(xp.isfinite(extremes).all())
+
+
 def _is_bool_array(part) -> bool:
     return is_array(part) and part.dtype == np.bool_
 
 
-_kernels = {}   # name -> compiled cupy.ElementwiseKernel, made on first use
+KERNELS = {}    # name -> Kernel: every fused GPU kernel minigrad declares
+_compiled = {}  # name -> cupy.ElementwiseKernel, built on first use
 
 
-def elementwise_kernel(name: str, in_params: str, out_params: str, operation: str):
-    """A ``cupy.ElementwiseKernel``, built once per name and cached.
+class Kernel:
+    """A fused GPU kernel, declared as data by :func:`elementwise_kernel`.
+
+    Calling it runs a ``cupy.ElementwiseKernel`` built from these fields the
+    first time (``kernel(g, lr, p)``, CuPy's calling convention).  Because the
+    fields are plain data, ``tools/check_kernels.py`` can read every kernel
+    minigrad declares (:data:`KERNELS`) and compile it with NVRTC on a
+    machine without a GPU.
+
+    Attributes:
+        name: the kernel's name (``minigrad_<name>`` in a GPU profile).
+        in_params, out_params, operation: CuPy's ``ElementwiseKernel`` arguments.
+        types: for each type letter of the parameter lists, the dtypes
+            minigrad calls the kernel with (``{"T": FUSED_DTYPES}``).
+        scalars: the input parameters minigrad passes as Python numbers (the
+            others are arrays).
+    """
+
+    def __init__(self, name, in_params, out_params, operation, types, scalars):
+        self.name, self.in_params, self.out_params = name, in_params, out_params
+        self.operation, self.scalars = operation, tuple(scalars)
+        self.types = {letter: tuple(np.dtype(d) for d in dtypes)
+                      for letter, dtypes in types.items()}
+
+    def __call__(self, *args):
+        kernel = _compiled.get(self.name)
+        if kernel is None:
+            cp = array_module("cuda")
+            kernel = _compiled[self.name] = cp.ElementwiseKernel(
+                self.in_params, self.out_params, self.operation, f"minigrad_{self.name}")
+        return kernel(*args)
+
+    def __repr__(self):
+        return f"Kernel({self.name!r}, {self.in_params!r}, {self.out_params!r})"
+
+
+def elementwise_kernel(name: str, in_params: str, out_params: str, operation: str, *,
+                       types=None, scalars=()) -> Kernel:
+    """Declare a fused GPU kernel (a ``cupy.ElementwiseKernel``); call it to run it.
 
     One kernel runs a whole chain of elementwise operations in one pass over
     memory, with no temporary array between the steps (``p -= lr * g`` in
@@ -279,16 +362,26 @@ def elementwise_kernel(name: str, in_params: str, out_params: str, operation: st
     every element.  An output passed in as an existing array is updated in
     place, and its old value can be read in the body (``p -= lr * g``).
 
-    Only the GPU paths call this; it imports nothing on the CPU.
+    Declare each kernel once, at module level: the declaration is recorded
+    in :data:`KERNELS` (where ``tools/check_kernels.py`` compiles every
+    kernel for every dtype in ``types``).  Nothing is compiled, and CuPy is
+    not imported, until the returned :class:`Kernel` is first called.
 
-    Raises RuntimeError when no GPU is usable.
+    Args:
+        types: dtypes per type letter, ``{"T": FUSED_DTYPES}`` by default.
+        scalars: names of the input parameters passed as Python numbers.
+
+    Raises:
+        ValueError: ``name`` is already declared with another definition.
+        RuntimeError: (when called) no GPU is usable.
     """
-    kernel = _kernels.get(name)
-    if kernel is None:
-        cp = array_module("cuda")
-        kernel = _kernels[name] = cp.ElementwiseKernel(in_params, out_params, operation,
-                                                       f"minigrad_{name}")
-    return kernel
+    kernel = Kernel(name, in_params, out_params, operation,
+                    {"T": FUSED_DTYPES} if types is None else types, scalars)
+    declared = KERNELS.setdefault(name, kernel)
+    if vars(declared) != vars(kernel):
+        raise ValueError(f"elementwise_kernel: a kernel named {name!r} is already declared "
+                         "with another definition")
+    return declared
 
 
 def synchronize(device: str = "cuda") -> None:

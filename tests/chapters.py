@@ -32,6 +32,7 @@ PATHS = {
     "tests/optim/": 3,
     "tests/optim/test_accumulation.py": 4,
     "tests/optim/test_accumulation_equivalence.py": 4,
+    "tests/optim/test_accumulation_device.py": 4,
     "tests/experiments/": 4,
     "tests/experiments/test_sampling.py": 8,
     "tests/test_checkpoint.py": 7,

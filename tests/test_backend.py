@@ -143,3 +143,12 @@ def test_as_array_keeps_a_device_array_on_its_device(monkeypatch):
     with pytest.raises(TypeError, match="Implicit conversion"):
         np.asarray(gpu)                                  # what the old paths did
     assert backend.as_array([1, 2], np.float64).dtype == np.float64
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_all_finite_finds_any_non_finite_entry_in_any_array(bad):
+    arrays = [np.zeros((2, 3)), np.ones(4, dtype=np.float32), np.empty(0)]
+    assert backend.all_finite(arrays) and backend.all_finite([])
+    arrays[1][2] = bad
+    assert not backend.all_finite(arrays)
+    assert not backend.all_finite([np.array(bad, dtype=np.float16)])   # 0-d, float16

@@ -269,6 +269,8 @@ def select(mask, g):
 
 
 _FUSED_DTYPES = backend.FUSED_DTYPES   # dtypes of the GPU kernels
+_SELECT_WHERE_NONZERO = backend.elementwise_kernel(
+    "select_where_nonzero", "T a, T g", "T grad", "grad = a != (T)0 ? g : (T)0;")
 
 
 def select_where_nonzero(a, g):
@@ -284,9 +286,7 @@ def select_where_nonzero(a, g):
     """
     xp = get_array_module(g)
     if xp is not np and g.dtype in _FUSED_DTYPES and a.dtype == g.dtype:
-        kernel = backend.elementwise_kernel(
-            "select_where_nonzero", "T a, T g", "T grad", "grad = a != (T)0 ? g : (T)0;")
-        return kernel(a, g)
+        return _SELECT_WHERE_NONZERO(a, g)
     if xp is np and np.isfinite(g).all():
         grad = np.not_equal(a, 0, out=np.empty_like(g))     # 1.0 where a != 0, else 0.0
         grad *= g

@@ -203,6 +203,17 @@ class CrossEntropy(Function):
 
 
 _FUSED_DTYPES = backend.FUSED_DTYPES   # dtypes of the GPU kernel
+_INDEX_DTYPES = tuple(np.dtype(f"{sign}int{bits}")       # a target of any integer dtype
+                      for sign in ("", "u") for bits in (8, 16, 32, 64))
+_CROSS_ENTROPY_BACKWARD = backend.elementwise_kernel(
+    "cross_entropy_backward",
+    "T logp, raw I target, T weight, int64 num_classes, T eps_over_c, T hit",
+    "T grad",
+    "const ptrdiff_t row = i / num_classes;"
+    "const ptrdiff_t col = i - row * num_classes;"
+    "grad = (exp(logp) - eps_over_c - (col == target[row] ? hit : (T)0)) * weight;",
+    types={"T": _FUSED_DTYPES, "I": _INDEX_DTYPES},
+    scalars=("num_classes", "eps_over_c", "hit"))
 
 
 def _row_weights(g, reduction, keep, count, dtype):
@@ -244,14 +255,7 @@ def _cross_entropy_grad_gpu(logp, target, weight, eps):
     array and the scatter that those take on the GPU.
     """
     num_classes = logp.shape[1]
-    kernel = backend.elementwise_kernel(
-        "cross_entropy_backward",
-        "T logp, raw I target, T weight, int64 num_classes, T eps_over_c, T hit",
-        "T grad",
-        "const ptrdiff_t row = i / num_classes;"
-        "const ptrdiff_t col = i - row * num_classes;"
-        "grad = (exp(logp) - eps_over_c - (col == target[row] ? hit : (T)0)) * weight;")
-    return kernel(logp, target, weight, num_classes, eps / num_classes, 1.0 - eps)
+    return _CROSS_ENTROPY_BACKWARD(logp, target, weight, num_classes, eps / num_classes, 1.0 - eps)
 
 
 class NLLLoss(Function):

@@ -468,21 +468,26 @@ def _run_statistics_passes(model, batches, loss_fn, window, counts, n_layers) ->
 
 
 def _gradient_pass(model, batches, loss_fn, window, counts, accumulate):
-    """Forward and backward of every micro-batch; returns (Σ w_j L_j, Σ w_j)."""
+    """Forward and backward of every micro-batch; returns (Σ w_j L_j, Σ w_j).
+
+    The sum stays a 0-d float64 array on the loss's device until the pass
+    ends: one read on the host per pass, not one per micro-batch (on the GPU
+    each read waits for the device)."""
     loss_sum, total = 0.0, 0
     for micro_batch in batches():
         window.start_micro_batch()
         counts["forward"] += 1
         loss, num_items, weight = _loss_and_weight(loss_fn(model, micro_batch))
-        value = float(loss.item())
-        loss_sum, total = loss_sum + weight * value, total + weight
+        with np.errstate(invalid="ignore"):          # inf - inf = nan, as Python floats
+            loss_sum = loss_sum + np.float64(weight) * loss.data.astype(np.float64).reshape(())
+        total += weight
         counts["backward"] += 1
         if accumulate is not None:
             accumulate.backward(loss, num_items=num_items)
             accumulate.step()
         else:   # a non-finite loss spreads to the gradient, as in a full-batch backward
             loss.backward(loss._xp.full(loss.shape, weight, dtype=loss.dtype))
-    return loss_sum, total
+    return float(loss_sum), total
 
 
 def _add_mean_gradient(stash, total) -> None:

@@ -6,6 +6,7 @@ import warnings
 
 from .. import backend, nn
 from . import accumulation_checks as checks
+from .accumulation_device import backward_on_device
 from .accumulation_state import Window, accumulator_state, load_accumulator_state
 from .buffers import GradBuffer
 from .clip import clip_grad_norm_
@@ -109,7 +110,7 @@ class GradientAccumulator:
         dtype: the precision the window's gradients are summed in
             (:class:`~minigrad.optim.buffers.GradBuffer`): None (the
             parameters' own dtype, float32 by default), ``"float32"``,
-            ``"float16"`` or ``"bfloat16"`` (``ml_dtypes``, CPU only).
+            ``"float16"`` or ``"bfloat16"`` (``ml_dtypes``; CuPy >= 14 on the GPU).
             Parameters and optimizer state keep their dtype.
         compensated: if True, Kahan summation in the buffer's dtype.
         scaler: an optional :class:`~minigrad.optim.GradScaler`: each
@@ -203,6 +204,8 @@ class GradientAccumulator:
         RuntimeError (:func:`~minigrad.optim.accumulation_checks.check_backward`).
         """
         weight, mode = checks.check_backward(self, loss, num_items)
+        if backend.is_cupy_array(loss.data):    # no wait for the GPU per micro-batch
+            return backward_on_device(self, loss, weight, mode)
         # BEGIN SOLUTION ch04.3
         value = float(loss.item())
         if weight != 0 and math.isfinite(value):
@@ -313,6 +316,7 @@ class GradientAccumulator:
         """
         if self.buffer is not None:     # the window's sums, summed in the buffer,
             self.buffer.write(self.optimizer._params())     # back into .grad
+        self.window.settle()            # a GPU window's loss sum, to the host once
         if self.comm is not None and not self._reduce_window():
             return None                 # no rank had a micro-batch (flush at the end)
         if self.window.item_total == 0:     # every micro-batch empty: no mean to step on

@@ -15,6 +15,8 @@ from __future__ import annotations
 import dataclasses
 import numbers
 
+import numpy as np
+
 from .. import backend, nn
 from ..tensor import Tensor
 from .checks import check_number, check_state_keys
@@ -29,8 +31,8 @@ class Window:
     awaiting_step: bool = False    # backward() done, step() not yet
     mode: str | None = None        # "items" (num_items given) or "count"
     item_total: int | float = 0    # sum_j n_j
-    loss_sum: float = 0.0          # sum_j n_j * L_j
-    nonfinite: bool = False        # a non-finite loss was seen in this window
+    loss_sum: float = 0.0          # sum_j n_j * L_j (on the GPU: a 0-d array until settle())
+    nonfinite: bool = False        # a non-finite loss was seen in this window (idem)
     prepared: tuple | None = None  # (window loss, grad norm) once the grads are normalized
 
     @property
@@ -38,6 +40,21 @@ class Window:
         """The window's gradient is divided and clipped (``prepared`` holds the
         result): a retried update steps on it as it is, without dividing again."""
         return self.prepared is not None
+
+    def settle(self) -> None:
+        """Make ``loss_sum`` a float and ``nonfinite`` a bool.  On the GPU they
+        are 0-d device arrays during the window (``accumulation_device.py``),
+        so that no micro-batch waits for the device; both come to the host
+        here, in one transfer, at the window's end or when it is saved."""
+        if not (backend.is_array(self.loss_sum) or backend.is_array(self.nonfinite)):
+            return
+        device = backend.device_of(self.loss_sum if backend.is_array(self.loss_sum)
+                                   else self.nonfinite)
+        xp = backend.array_module(device)
+        both = xp.stack([xp.asarray(self.loss_sum, dtype=np.float64),
+                         xp.asarray(self.nonfinite, dtype=np.float64)])
+        loss_sum, nonfinite = backend.asnumpy(both).tolist()
+        self.loss_sum, self.nonfinite = loss_sum, nonfinite != 0
 
 
 WINDOW_KEYS = tuple(field.name for field in dataclasses.fields(Window))
@@ -50,6 +67,7 @@ STATE_KEYS = COUNTER_KEYS + WINDOW_KEYS + PART_KEYS
 def accumulator_state(acc) -> dict:
     """``acc.state_dict()``: see :meth:`GradientAccumulator.state_dict`."""
     state = {key: getattr(acc, key) for key in COUNTER_KEYS}
+    acc.window.settle()                 # a GPU window's loss sum, to the host
     state.update(dataclasses.asdict(acc.window))
     if acc.window.prepared is not None:
         state["prepared"] = list(acc.window.prepared)

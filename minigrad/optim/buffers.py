@@ -21,8 +21,9 @@ Algorithms*, 2nd ed., 2002, sec. 4.2 and 4.3):
   truncation errors", Comm. ACM 8(1)).
 
 bfloat16 has no NumPy dtype; it comes from the ``ml_dtypes`` package
-(``pip install minigrad[lowp]``) and works on the CPU only (CuPy has no
-bfloat16 arrays).
+(``pip install minigrad[lowp]``).  On the GPU it needs CuPy 14 or newer, whose
+ufuncs have bfloat16 loops when ``ml_dtypes`` is installed and NumPy is 2.1.2
+or newer (:func:`minigrad.backend.bfloat16_problem` checks, once).
 """
 from __future__ import annotations
 
@@ -86,8 +87,12 @@ class GradBuffer:
         if self.dtype is None:
             return grad.dtype
         if self.dtype.name == "bfloat16" and backend.is_cupy_array(grad):
-            raise TypeError("a bfloat16 accumulation buffer works on the CPU only "
-                            "(CuPy has no bfloat16); use float16 or float32 on the GPU")
+            problem = backend.bfloat16_problem(backend.get_array_module(grad))
+            if problem is not None:
+                raise TypeError("a bfloat16 accumulation buffer on the GPU needs CuPy 14 or "
+                                "newer with ml_dtypes and NumPy >= 2.1.2 (CuPy's bfloat16 "
+                                f"support), which failed here ({problem}); use float16 "
+                                "or float32")
         return self.dtype
 
     def add(self, params) -> None:

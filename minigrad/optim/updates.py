@@ -26,6 +26,21 @@ BLOCK = 1 << 12          # elements per block of the CPU path
 FUSED_DTYPES = backend.FUSED_DTYPES     # dtypes of the GPU kernels
 
 
+# The fused GPU kernels of the updates below, declared once (backend.KERNELS).
+SGD_UPDATE = backend.elementwise_kernel("sgd_update", "T g, T lr", "T p", "p -= lr * g",
+                                        scalars=("lr",))
+ADAM_UPDATE = backend.elementwise_kernel(
+    "adam_update",
+    "T g, T one_minus_beta1, T beta2, T one_minus_beta2, T step_size, "
+    "T bias_correction2_sqrt, T eps",
+    "T p, T m, T v",
+    "m += one_minus_beta1 * (g - m);"
+    "v = v * beta2 + one_minus_beta2 * (g * g);"
+    "p -= step_size * m / (sqrt(v) / bias_correction2_sqrt + eps);",
+    scalars=("one_minus_beta1", "beta2", "one_minus_beta2", "step_size",
+             "bias_correction2_sqrt", "eps"))
+
+
 def fused_on_gpu(p, g) -> bool:
     """True when the fused kernels apply: CuPy arrays, float32 or float64, one dtype."""
     return backend.is_cupy_array(p) and p.dtype in FUSED_DTYPES and g.dtype == p.dtype
@@ -40,8 +55,7 @@ def sub_scaled_(p, lr: float, g) -> None:
         g: an array of p's shape and dtype, on p's device.
     """
     if fused_on_gpu(p, g):
-        kernel = backend.elementwise_kernel("sgd_update", "T g, T lr", "T p", "p -= lr * g")
-        kernel(g, lr, p)
+        SGD_UPDATE(g, lr, p)
         return
     if backend.is_cupy_array(p):                        # float16 on the GPU
         p -= lr * g
@@ -67,15 +81,7 @@ def adam_update_gpu(p, m, v, g, beta1: float, beta2: float, step_size: float,
     (which gives the formula's source), as one kernel instead of about ten
     launches and six temporaries.  For float32 and float64 (``FUSED_DTYPES``).
     """
-    kernel = backend.elementwise_kernel(
-        "adam_update",
-        "T g, T one_minus_beta1, T beta2, T one_minus_beta2, T step_size, "
-        "T bias_correction2_sqrt, T eps",
-        "T p, T m, T v",
-        "m += one_minus_beta1 * (g - m);"
-        "v = v * beta2 + one_minus_beta2 * (g * g);"
-        "p -= step_size * m / (sqrt(v) / bias_correction2_sqrt + eps);")
-    kernel(g, 1 - beta1, beta2, 1 - beta2, step_size, bias_correction2_sqrt, eps, p, m, v)
+    ADAM_UPDATE(g, 1 - beta1, beta2, 1 - beta2, step_size, bias_correction2_sqrt, eps, p, m, v)
 
 
 # The dtype an optimizer computes and keeps its state in for parameters of a

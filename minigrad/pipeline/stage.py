@@ -223,6 +223,7 @@ class PipelineStage:
         self.device = params[0].device if params else "cpu"
         self.stash = {}
         self._targets = {}
+        self._losses = {}       # L_j of the last stage, read once (a wait on the GPU)
         self._begin_window()
 
     def _begin_window(self):
@@ -286,7 +287,10 @@ class PipelineStage:
         self.peak_stash = max(self.peak_stash, len(self.stash))
         if self.measure_stash:
             self.peak_stash_bytes = max(self.peak_stash_bytes, self.stash_bytes())
-        return float(y.item()) if self.is_last else y.data
+        if not self.is_last:
+            return y.data
+        self._losses[j] = float(y.item())     # read on the host once: L_j travels upstream
+        return self._losses[j]
 
     def _forward_loss(self, x, target):
         return self.loss_fn(self.module(x), target)
@@ -319,7 +323,7 @@ class PipelineStage:
         if self.is_last:
             target = self._targets.pop(j)
             num_items = self.num_items(target)
-            loss = float(y.item())
+            loss = self._losses.pop(j)
             self.accumulator.backward(y, num_items=num_items)
         else:
             grad = backend.to_device(grad, self.device)

@@ -425,3 +425,27 @@ def test_micro_batches_that_call_different_layers(float64):
     x, y = _data()
     with pytest.raises(RuntimeError, match="differently|different orders"):
         nn.exact_batchnorm_backward(Branchy(), _split((x, y), [6, 18]), _ce)
+
+
+def test_window_loss_is_the_float64_sum_of_the_micro_batch_losses_to_the_bit():
+    """The gradient pass sums w_j L_j on the loss's device and reads it once;
+    the result is the Python float sum, bit for bit (float32 losses)."""
+    seen = []
+
+    def loss_fn(model, batch):
+        loss, n = _ce(model, batch)
+        seen.append((n, float(loss.item())))
+        return loss, n
+
+    sizes = [3, 5, 7, 9]
+    model = _mlp(5, 8, 3)
+    for p in model.parameters():
+        p.data = p.data.astype(np.float32)
+    x, y = _data()
+    passes = nn.exact_batchnorm_backward(model, _split((x.astype(np.float32), y), sizes),
+                                         loss_fn)
+    loss_sum = 0.0
+    for n, value in seen[-len(sizes):]:          # the last pass is the gradient pass
+        loss_sum += n * value
+    assert type(passes.window_loss) is float
+    assert passes.window_loss == loss_sum / sum(sizes)

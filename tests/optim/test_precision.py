@@ -143,16 +143,34 @@ def test_bfloat16_names_resolve_to_ml_dtypes():
     assert resolve_dtype("half") == np.float16
 
 
-def test_float16_buffer_on_device(device):
-    model = make_mlp().to(device)
-    acc = GradientAccumulator(SGD(model.parameters(), lr=0.1), 2, dtype="float16")
-    for x, y in _micro_batches(2):
-        loss = minigrad.nn.functional.cross_entropy(model(minigrad.tensor(x, device=device)),
-                                                    minigrad.tensor(y, device=device))
-        acc.backward(loss, num_items=len(x))
-        acc.step()
-    assert acc.updates == 1
-    assert all(p.device == device and p.dtype == np.float32 for p in model.parameters())
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_low_precision_buffer_on_device(device, dtype, tmp_path):
+    """The buffer works on every device (bfloat16 on the GPU: CuPy >= 14), can
+    be saved mid-window, and gives the CPU's update to the buffer's precision."""
+    if dtype == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+    results = []
+    for dev in ("cpu", device):
+        model = make_mlp().to(dev)
+        acc = GradientAccumulator(SGD(model.parameters(), lr=0.1), 2, dtype=dtype)
+        for j, (x, y) in enumerate(_micro_batches(2)):
+            loss = minigrad.nn.functional.cross_entropy(model(minigrad.tensor(x, device=dev)),
+                                                        minigrad.tensor(y, device=dev))
+            acc.backward(loss, num_items=len(x))
+            if j == 0:
+                minigrad.save(acc.state_dict(), tmp_path / f"{dev}-{dtype}")
+                acc.load_state_dict(minigrad.load(tmp_path / f"{dev}-{dtype}"))
+            acc.step()
+        assert acc.updates == 1
+        assert all(p.device == dev and p.dtype == np.float32 for p in model.parameters())
+        results.append([p.numpy() for p in model.parameters()])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-3)
+
+
+def test_bfloat16_probe_passes_on_numpy_with_ml_dtypes():
+    pytest.importorskip("ml_dtypes")
+    assert minigrad.backend.bfloat16_problem(np) is None
 
 
 # ------------------------------------------------------------------ GradScaler
@@ -375,3 +393,25 @@ def test_adam_updates_float16_parameters_in_float32(opt):
         bad = o16.state_dict()
         bad["state"][0]["exp_avg"] = bad["state"][0]["exp_avg"].astype(np.float16)
         again.load_state_dict(bad)
+
+
+def test_unscale_allocates_nothing_gradient_sized_and_finds_inf_and_nan():
+    """The finiteness check reads each gradient's min and max (one read on the
+    host for all of them), not a boolean array per gradient."""
+    import tracemalloc
+    w = minigrad.nn.Parameter(np.zeros((1000, 1000), dtype=np.float32))   # 4 MB gradients
+    b = minigrad.nn.Parameter(np.zeros(3, dtype=np.float32))
+    opt = SGD([w, b], lr=0.1)
+    for bad, expected in ((None, False), (np.inf, True), (np.nan, True), (-np.inf, True)):
+        scaler = GradScaler(init_scale=8.0)
+        w.grad = minigrad.tensor(np.full((1000, 1000), 8.0, dtype=np.float32))
+        b.grad = minigrad.tensor(np.zeros(3, dtype=np.float32))
+        if bad is not None:
+            b.grad.data[1] = bad
+        tracemalloc.start()
+        scaler.unscale_(opt)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < 100_000, f"unscale_ allocated {peak} bytes"
+        assert scaler._per_optimizer[id(opt)]["found_inf"] is expected
+        assert w.grad.data[0, 0] == 1.0
