@@ -19,7 +19,8 @@ class LinearFunction(Function):
     """
 
     def forward(self, x, weight, bias=None):
-        _check_shapes(x, weight)
+        if x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+            raise _shape_error(x, weight)
         self.x, self.weight = x, weight
         y = x @ weight.T            # matmul broadcasts over the leading axes
         if bias is not None:
@@ -30,8 +31,9 @@ class LinearFunction(Function):
         # BEGIN SOLUTION ch02.7
         x, weight = self.x, self.weight
         need = self.needs_input_grad
-        # (*, out) -> (rows, out): every leading index is a row (a view when 2-D)
-        g2, x2 = g.reshape(-1, g.shape[-1]), x.reshape(-1, x.shape[-1])
+        # (*, out) -> (rows, out): every leading index is a row
+        g2, x2 = (g, x) if g.ndim == 2 else (g.reshape(-1, g.shape[-1]),
+                                             x.reshape(-1, x.shape[-1]))
         gx = (g @ weight) if need[0] else None
         gw = (g2.T @ x2) if need[1] else None
         gb = g2.sum(axis=0) if len(need) == 3 and need[2] else None
@@ -39,9 +41,8 @@ class LinearFunction(Function):
         # END SOLUTION
 
 
-def _check_shapes(x, weight) -> None:
-    """ValueError unless x's last axis has the weight's in_features."""
-    if x.ndim == 0 or x.shape[-1] != weight.shape[1]:
-        raise ValueError(f"linear: input of shape {tuple(x.shape)} does not match the "
-                         f"weight of shape {tuple(weight.shape)}: the last axis must "
-                         f"have in_features={weight.shape[1]}")
+def _shape_error(x, weight) -> ValueError:
+    """The error for an x whose last axis is not the weight's in_features."""
+    return ValueError(f"linear: input of shape {tuple(x.shape)} does not match the "
+                      f"weight of shape {tuple(weight.shape)}: the last axis must "
+                      f"have in_features={weight.shape[1]}")
