@@ -48,12 +48,13 @@ def test_attention_forward_masks_and_gradients():
                          "the mask is False with -inf (masked_fill takes True = fill)"),
                         (_softmax(np.where(mask, -np.inf, s)) @ v,
                          "the mask is inverted: True means may attend")])
+    lower = np.tril(np.ones((3, 3), bool))                   # the causal mask, by hand
     causal = attention_reference(*(minigrad.tensor(a) for a in (q, k[:, :3], v[:, :3])),
-                                 is_causal=True)
+                                 attn_mask=lower)
     s3 = s[:, :, :3]
-    assert_close(causal, _softmax(np.where(np.tril(np.ones((3, 3), bool)), s3, -np.inf))
-                 @ v[:, :3], "causal attention (is_causal=True)",
-                 hints=[(_softmax(s3) @ v[:, :3], "is_causal's mask is not applied")])
+    assert_close(causal, _softmax(np.where(lower, s3, -np.inf)) @ v[:, :3],
+                 "attention with a lower-triangular bool mask",
+                 hints=[(_softmax(s3) @ v[:, :3], "the bool mask is not applied")])
     additive = g.standard_normal((3, 4))
     assert_close(attention_reference(*(minigrad.tensor(a) for a in (q, k, v)),
                                      attn_mask=minigrad.tensor(additive)),
@@ -66,12 +67,13 @@ def test_attention_forward_masks_and_gradients():
 @pytest.mark.exercise("13.1")
 def test_attention_reference_equals_the_fused_function():
     """Values and gradients of the composition against ScaledDotProductAttention,
-    with a causal mask and with dropout drawn from the same generator."""
+    with a lower-triangular mask and with dropout drawn from the same generator."""
     g = rng(137)
     arrays = g.standard_normal((2, 2, 5, 4)), g.standard_normal((2, 2, 5, 4)), \
         g.standard_normal((2, 2, 5, 3))
     upstream = g.standard_normal((2, 2, 5, 3))
-    for kw in ({"is_causal": True}, {"dropout_p": 0.4}):
+    for label, kw in (("a lower-triangular mask", {"attn_mask": np.tril(np.ones((5, 5), bool))}),
+                      ("dropout p = 0.4", {"dropout_p": 0.4})):
         results = []
         for fn in (attention_reference, F.scaled_dot_product_attention):
             ts = [minigrad.tensor(a, requires_grad=True) for a in arrays]
@@ -80,8 +82,8 @@ def test_attention_reference_equals_the_fused_function():
             (out * minigrad.tensor(upstream)).sum().backward()
             results.append([out.numpy()] + [t.grad.numpy() for t in ts])
         for name, mine, fused in zip(("output", "dQ", "dK", "dV"), *results):
-            assert_close(mine, fused, f"{name} of attention_reference({kw}) against the fused "
-                         "Function", hints=[])
+            assert_close(mine, fused, f"{name} of attention_reference with {label} against "
+                         "the fused Function", hints=[])
 
 
 # ------------------------------------------------------------------ 13.2
