@@ -160,11 +160,15 @@ def transformer_activation_bytes(seq_len, width, depth, heads, *, micro_batch=1,
     * GELU's derivative (tanh form): six arrays of the hidden's size (4 s h)
       at its peak, its result included: ``24 s h``.
 
-    In all ``depth · s h + 41 s h + a s²`` numbers.  Measured on the GPT with
-    :func:`minigrad.memory.peak` (one batch of 16 and micro-batch 1 × 16,
-    4 layers, width 128, context 64), the plan is within 6 % (tested on a
-    tiny GPT).  Korthikanti et al.'s "inputs plus one layer's activations"
-    leaves out the last two items, the larger part: it planned 36 % too low.
+    In all ``depth · s h + 41 s h + a s²`` numbers.  The recomputed layer's
+    input is counted twice (it is one array, held by its checkpoint and by
+    ``ln_1``); that s h stands for the rest the measurement finds at the
+    peak (the slots of gradients still to be summed, Python's objects).
+    Measured on the GPT with :func:`minigrad.memory.peak` (one batch of 16
+    and micro-batch 1 × 16, 4 layers, width 128, context 64), the plan is
+    within 6 % (tested on a tiny GPT).  Korthikanti et al.'s "inputs plus
+    one layer's activations" leaves out the last two items, the larger part:
+    it planned up to 36 % too low.
 
     All counts scale with ``activation_bytes`` (per number; the formula is
     written for 2) and ``micro_batch``.
