@@ -15,9 +15,9 @@ prompt/completion pairs (padded to the context, 64 tokens) on the shipped
 pre-trained GPT, as one batch of 16 and as micro-batch 1 × 16, with and
 without checkpointing every block (:func:`minigrad.memory.peak`, on top of
 the parameters; the gradients are part of it), beside the memory planner's
-activations (Korthikanti et al.'s formula in float32,
-:func:`minigrad.memory_planner.transformer_activation_bytes`) plus the
-gradients.
+activations in float32 (:func:`minigrad.memory_planner.transformer_activation_bytes`:
+Korthikanti et al.'s formula, and with checkpointing the peak of one recomputed
+block's backward) plus the gradients.
 
 Run:  python benchmarks/bench_gpt.py [--quick]
 """

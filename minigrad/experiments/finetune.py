@@ -147,7 +147,7 @@ def complete(model, tokenizer, prompt: str, length: int = 40, seed: int = 0) -> 
 def finetune(*, micro_batch=1, accumulation_steps=16, updates=30, lr=None, lora_rank=0,
              lora_alpha=None, checkpointing=False, normalization="tokens", seed=0,
              device="cpu", dtype=np.float32, checkpoint=None, compare_micro_batch=False,
-             on_update=None):
+             on_update=None, val_pairs=256):
     """Fine-tune the pre-trained GPT (the shipped checkpoint unless ``checkpoint``
     names another) and return a dict: window losses, validation loss per
     completion token before and after, trainable parameter count, a sample
@@ -158,11 +158,12 @@ def finetune(*, micro_batch=1, accumulation_steps=16, updates=30, lr=None, lora_
     times as many updates) and adds its losses averaged over the pairs of each
     window, weighted by completion tokens as a window's loss is, and its final
     validation loss (``micro_batch_losses``, ``micro_batch_val_loss``).
+    The validation losses are over the first ``val_pairs`` held-out pairs.
     """
     from .pretrain import load_gpt  # noqa: PLC0415
     model, tokenizer, _ = load_gpt(checkpoint, device=device, dtype=dtype)
     _, train, val = sft_pairs(tokenizer)
-    val = val[:256]
+    val = val[:val_pairs]
     prompt = tokenizer.decode(val[0][0])
     before = {"val_loss": evaluate_pairs(model, val, device=device),
               "sample": complete(model, tokenizer, prompt)}

@@ -17,6 +17,11 @@ reverse (the softmax's backward is that of :mod:`minigrad.functions.softmax`)::
     dS = W ⊙ (dW - Σ_j dW ⊙ W)            (softmax backward, row by row)
     dQ = dS K · scale         dK = dSᵀ Q · scale
 
+:func:`attention_reference` builds the same three steps from Functions that
+already exist (matmul, transpose, scaling, masked fill, softmax, dropout), so
+autograd derives its backward; ``ScaledDotProductAttention`` is the fused
+Function, one graph node with the backward above, and is tested against it.
+
 Every array may carry leading batch axes (N, H, ...), broadcast as matmul does.
 ``masked_fill``, ``tril`` and ``triu`` are the mask helpers; ``split_heads`` and
 ``merge_heads`` move between (N, T, H·D) and (N, H, T, D).
@@ -32,7 +37,7 @@ from .. import backend
 from .. import random as _random
 from ..autograd import Function, unbroadcast
 from ..backend import get_array_module
-from .dropout import scaled_mask
+from .dropout import DropoutFunction, scaled_mask
 
 
 def _swap(a):
@@ -58,7 +63,6 @@ class ScaledDotProductAttention(Function):
     def forward(self, q, k, v, additive_mask=None):
         xp = get_array_module(q)
         self.mask_shape = None if additive_mask is None else additive_mask.shape
-        # BEGIN SOLUTION ch13.1
         scores = (q @ _swap(k)) * self.scale
         if additive_mask is not None:
             scores = scores + additive_mask
@@ -67,7 +71,6 @@ class ScaledDotProductAttention(Function):
         self.weights = _softmax_rows(scores)
         weights = self.weights if self.drop_mask is None else self.weights * self.drop_mask
         out = weights @ v
-        # END SOLUTION
         self.q, self.k, self.v, self.dropped = q, k, v, weights
         return (out, weights) if self.return_weights else out
 
@@ -239,6 +242,51 @@ def _share_heads(query, t, name):
                          f"{hq} heads to be a multiple of the {name}'s {hk}")
     lead, (s, e) = t.shape[:-3], t.shape[-2:]
     return t.unsqueeze(-3).expand(*lead, hk, hq // hk, s, e).reshape(*lead, hq, s, e)
+
+
+def attention_reference(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                        scale=None, enable_gqa=False, *, generator=None):
+    """:func:`scaled_dot_product_attention` composed of existing Functions.
+
+    The scores are a matmul with the transposed keys, times ``scale``; the
+    additive mask is added, the bool mask fills the scores a query may not
+    see with -inf (``MaskedFill``); the weights are the softmax over the keys
+    (the last axis), dropped out (``DropoutFunction``), and multiply the
+    values.  Every step records its own graph node, so autograd gives the
+    backward for free: the same numbers as the fused
+    ``ScaledDotProductAttention``, at the cost of keeping every step's arrays.
+
+    Args and shapes: as :func:`scaled_dot_product_attention` (the masks and
+    the dropout mask are drawn there, so both give the same numbers for the
+    same generator or seed).  A query row that may attend to nothing gives
+    NaN here (the softmax of a row of -inf), zeros in the fused version.
+
+    Returns:
+        (..., L, Ev).
+
+    Raises:
+        As :func:`scaled_dot_product_attention`.
+
+    Formula: Vaswani et al. 2017, eq. 1; PyTorch documents the same reference
+    for ``torch.nn.functional.scaled_dot_product_attention``.
+    """
+    if enable_gqa:
+        key, value = _share_heads(query, key, "key"), _share_heads(query, value, "value")
+    fused, inputs = _attention_function(query, key, value, attn_mask, dropout_p, is_causal,
+                                        scale, generator, return_weights=False)
+    scale, bool_mask, drop_mask = fused.scale, fused.bool_mask, fused.drop_mask
+    additive_mask = inputs[3] if len(inputs) > 3 else None
+    # BEGIN SOLUTION ch13.1
+    scores = (query @ key.transpose(-2, -1)) * scale              # (..., L, S)
+    if additive_mask is not None:
+        scores = scores + additive_mask
+    if bool_mask is not None:
+        scores = MaskedFill(~bool_mask, -math.inf)(scores)      # True = may not attend
+    weights = scores.softmax(dim=-1)                              # over the keys
+    if drop_mask is not None:
+        weights = DropoutFunction(drop_mask)(weights)
+    return weights @ value                                        # (..., L, Ev)
+    # END SOLUTION
 
 
 def attention_with_weights(query, key, value, attn_mask=None, dropout_p=0.0,

@@ -6,26 +6,33 @@ import minigrad
 import minigrad.nn as nn
 import minigrad.nn.functional as F
 from minigrad.data.sft import completion_tokens, make_sft_batch
-from minigrad.functions.attention import causal_mask
+from minigrad.functions.attention import attention_reference, causal_mask
 
 from .check import assert_close, rng
 
 
 # ------------------------------------------------------------------ 13.1
+def _softmax(s, axis=-1):
+    e = np.exp(s - s.max(axis, keepdims=True))
+    return e / e.sum(axis, keepdims=True)
+
+
 @pytest.mark.exercise("13.1")
 def test_attention_forward_three_tokens_by_hand():
     q = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     k = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
     v = np.array([[1.0, 0.0], [0.0, 1.0], [5.0, 5.0]])
     scores = q @ k.T / np.sqrt(2)
-    w = np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)
-    out = F.scaled_dot_product_attention(*(minigrad.tensor(a) for a in (q, k, v)))
-    assert_close(out, w @ v, "attention of 3 tokens",
+    out = attention_reference(*(minigrad.tensor(a) for a in (q, k, v)))
+    assert_close(out, _softmax(scores) @ v, "attention of 3 tokens",
                  hints=[((q @ k.T) / (q @ k.T).sum(-1, keepdims=True) @ v,
                          "the weights are a softmax of the scores, not the scores "
                          "normalized by their sum"),
-                        (np.exp(q @ k.T) / np.exp(q @ k.T).sum(-1, keepdims=True) @ v,
-                         "the scores are divided by √E = √2 before the softmax")])
+                        (_softmax(q @ k.T) @ v,
+                         "the scores are multiplied by scale = 1/√E = 1/√2 before the softmax"),
+                        (_softmax(scores, axis=0) @ v,
+                         "the softmax runs over the keys (the last axis): each query's row of "
+                         "weights sums to 1, not each key's column")])
 
 
 @pytest.mark.exercise("13.1")
@@ -33,15 +40,50 @@ def test_attention_forward_masks_and_gradients():
     g = rng(132)
     q, k, v = g.standard_normal((2, 3, 2)), g.standard_normal((2, 4, 2)), g.standard_normal((2, 4, 3))
     mask = np.array([[True, False, True, False]] * 3)
-    out = F.scaled_dot_product_attention(*(minigrad.tensor(a) for a in (q, k, v)),
-                                         attn_mask=mask).numpy()
+    out = attention_reference(*(minigrad.tensor(a) for a in (q, k, v)), attn_mask=mask)
     s = q @ k.swapaxes(-1, -2) / np.sqrt(2)
-    s = np.where(mask, s, -np.inf)
-    w = np.exp(s - s.max(-1, keepdims=True))
-    w /= w.sum(-1, keepdims=True)
-    assert_close(out, w @ v, "attention with a bool mask (False = may not attend)")
-    minigrad.gradcheck(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, attn_mask=mask),
+    assert_close(out, _softmax(np.where(mask, s, -np.inf)) @ v,
+                 "attention with a bool mask (False = may not attend)",
+                 hints=[(_softmax(s) @ v, "the mask is not applied: fill the scores where "
+                         "the mask is False with -inf (masked_fill takes True = fill)"),
+                        (_softmax(np.where(mask, -np.inf, s)) @ v,
+                         "the mask is inverted: True means may attend")])
+    lower = np.tril(np.ones((3, 3), bool))                   # the causal mask, by hand
+    causal = attention_reference(*(minigrad.tensor(a) for a in (q, k[:, :3], v[:, :3])),
+                                 attn_mask=lower)
+    s3 = s[:, :, :3]
+    assert_close(causal, _softmax(np.where(lower, s3, -np.inf)) @ v[:, :3],
+                 "attention with a lower-triangular bool mask",
+                 hints=[(_softmax(s3) @ v[:, :3], "the bool mask is not applied")])
+    additive = g.standard_normal((3, 4))
+    assert_close(attention_reference(*(minigrad.tensor(a) for a in (q, k, v)),
+                                     attn_mask=minigrad.tensor(additive)),
+                 _softmax(s + additive) @ v, "attention with an additive (float) mask",
+                 hints=[(_softmax(s) @ v, "a float attn_mask is added to the scores")])
+    minigrad.gradcheck(lambda a, b, c: attention_reference(a, b, c, attn_mask=mask),
                        [minigrad.tensor(x, requires_grad=True) for x in (q, k, v)])
+
+
+@pytest.mark.exercise("13.1")
+def test_attention_reference_equals_the_fused_function():
+    """Values and gradients of the composition against ScaledDotProductAttention,
+    with a lower-triangular mask and with dropout drawn from the same generator."""
+    g = rng(137)
+    arrays = g.standard_normal((2, 2, 5, 4)), g.standard_normal((2, 2, 5, 4)), \
+        g.standard_normal((2, 2, 5, 3))
+    upstream = g.standard_normal((2, 2, 5, 3))
+    for label, kw in (("a lower-triangular mask", {"attn_mask": np.tril(np.ones((5, 5), bool))}),
+                      ("dropout p = 0.4", {"dropout_p": 0.4})):
+        results = []
+        for fn in (attention_reference, F.scaled_dot_product_attention):
+            ts = [minigrad.tensor(a, requires_grad=True) for a in arrays]
+            extra = {"generator": np.random.default_rng(7)} if "dropout_p" in kw else {}
+            out = fn(*ts, **kw, **extra)
+            (out * minigrad.tensor(upstream)).sum().backward()
+            results.append([out.numpy()] + [t.grad.numpy() for t in ts])
+        for name, mine, fused in zip(("output", "dQ", "dK", "dV"), *results):
+            assert_close(mine, fused, f"{name} of attention_reference with {label} against "
+                         "the fused Function", hints=[])
 
 
 # ------------------------------------------------------------------ 13.2
