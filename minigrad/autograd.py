@@ -333,7 +333,9 @@ def _finish_leaf(leaf, entry) -> None:
     AccumulateGrad does the same) means that at most the gradients of the
     leaves still in use are held beside ``.grad``: accumulating over
     micro-batches costs one parameter's gradient on top of ``.grad``, not a
-    second copy of every gradient.  A fresh array that nothing else holds becomes ``leaf.grad`` as it is,
+    second copy of every gradient.
+
+    A fresh array that nothing else holds becomes ``leaf.grad`` as it is,
     which saves a full copy of every weight gradient (PyTorch's AccumulateGrad
     makes the same reference-count test).  A view (base is not None) shares
     memory with its base, and an array with more references is still held

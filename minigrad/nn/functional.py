@@ -44,8 +44,7 @@ def _index_array(ids, device):
 def relu(x: Tensor, inplace: bool = False) -> Tensor:
     """max(x, 0) elementwise; gradient 0 at 0 (as PyTorch).  ``inplace=True``
     writes the result into ``x`` and returns ``x`` (see :func:`_in_place`)."""
-    out = E.ReLU()(_tensor(x, "relu"))
-    return x.copy_(out) if inplace else out
+    return _in_place(x, E.ReLU()(_tensor(x, "relu")), inplace)
 
 
 def tanh(x: Tensor) -> Tensor:
