@@ -101,6 +101,11 @@ def _copy(dest: Path, **kwargs) -> Path:
     return dest
 
 
+# nbclient's error when a kernel process dies while starting (seen on a loaded
+# 2-core machine); the notebook never ran, so it is run once more.
+_KERNEL_START_FAILED = "Kernel died before replying to kernel_info"
+
+
 def blanked_notebooks(jobs: int = 2) -> list[str]:
     """(n) Each notebook with regions, blanked and executed in a process of its own
     (tools/notebook_stubs.py); the problems found, prefixed "(n)"."""
@@ -109,13 +114,15 @@ def blanked_notebooks(jobs: int = 2) -> list[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1")
     started = time.monotonic()
 
-    def run(path):
+    def run(path, tries=2):
         try:
             proc = subprocess.run([sys.executable, "-m", "tools.notebook_stubs", str(path)],
                                   cwd=ROOT, env=env, capture_output=True, text=True,
                                   timeout=600)
         except subprocess.TimeoutExpired:
             return [f"(n) {path.name}: the blanked notebook ran over 600 s"]
+        if proc.returncode != 0 and tries > 1 and _KERNEL_START_FAILED in proc.stderr:
+            return run(path, tries - 1)     # Jupyter's kernel did not start: not the notebook
         if proc.returncode == 0:
             return []
         lines = [line.strip() for line in proc.stdout.splitlines() if line.startswith("  ")]
