@@ -198,7 +198,7 @@ def count_as(count, array):
     For float32 arrays nothing changes (a float32 division, bit for bit).
     """
     dtype = np.float64 if array.dtype == _FLOAT64 else np.float32
-    if is_cupy_array(count):                # a count computed on the GPU stays there
+    if _cupy is not None and isinstance(count, _cupy.ndarray):    # computed on the GPU
         return count.astype(dtype)
     return dtype(count)
 
