@@ -217,6 +217,28 @@ def _index_part(p, xp):
     return asnumpy(arr) if xp is np else xp.asarray(arr)
 
 
+def explicit_ellipsis(index, ndim):
+    """``index`` with its Ellipsis written out as the full slices it stands for,
+    when arrays are present (else ``index`` unchanged).
+
+    PyTorch expands ``...`` before it looks at where the arrays are, so an
+    Ellipsis that spans no axis does not separate two arrays: for x of shape
+    (1, 1), ``x[[0, 0], ..., [0, 0]]`` has shape (2,) in both, but for x of
+    shape (1, 1, 1), ``x[None, 0, [0, 0], ..., [0, 0]]`` is (1, 2) in
+    PyTorch and NumPy moves the arrays to the front, (2, 1).  Written out,
+    NumPy reads the index as PyTorch does.
+    """
+    at = next((k for k, p in enumerate(index) if p is Ellipsis), None)
+    if at is None or not any(_kind(p) == "array" for p in index):
+        return index
+    used = sum(0 if p is None or p is Ellipsis or _kind(p) == "bool"
+               else (p.ndim if _kind(p) == "array" and p.dtype == np.bool_ else 1)
+               for p in index)
+    if used > ndim:
+        return index                   # too many indices: NumPy's IndexError says so
+    return index[:at] + (slice(None),) * (ndim - used) + index[at + 1:]
+
+
 def select_ints_first(index):
     """PyTorch's rule for an index mixing ints and arrays: ``(first, rest)``, two
     indices to apply one after the other, or None when the rule changes nothing.
@@ -287,7 +309,7 @@ class GetItem(Function):
         xp = get_array_module(a)
         self.in_shape, self.dtype = a.shape, a.dtype
         try:
-            self.index = normalize_index(self.index, xp)
+            self.index = explicit_ellipsis(normalize_index(self.index, xp), a.ndim)
             if xp is not np:                    # CuPy wraps out-of-bounds indices
                 check_index_bounds(self.index, a.shape)
             return a[self.index]

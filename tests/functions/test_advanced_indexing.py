@@ -1,7 +1,8 @@
 """Every index form NumPy treats as advanced: lists and tuples inside a tuple
 index, nested sequences, integer and boolean arrays, Tensors, booleans, mixed
 with slices, None and Ellipsis.  The forward equals NumPy's ``a[index]``, except
-that ints mixed with arrays select first (PyTorch's rule); the
+that ints mixed with arrays select first (PyTorch's rule); and an Ellipsis
+that spans no axis separates nothing (PyTorch's rules); the
 gradient counts how often each position is selected, computed here from
 NumPy's own indexing of the position numbers (np.bincount), independently of
 the scatter-add minigrad uses."""
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import minigrad
-from minigrad.functions.shape import select_ints_first
+from minigrad.functions.shape import explicit_ellipsis, normalize_index, select_ints_first
 
 
 def _reference_grad(shape, index, upstream):
@@ -25,8 +26,12 @@ def _reference_grad(shape, index, upstream):
 
 
 def _pytorch_order(a, index):
-    """``a[index]`` with PyTorch's rule: where ints and arrays are mixed, the
-    ints select first (NumPy would broadcast them with the arrays)."""
+    """``a[index]`` with PyTorch's rules: where ints and arrays are mixed, the
+    ints select first (NumPy would broadcast them with the arrays), and an
+    Ellipsis spanning no axis does not separate two arrays (checked against
+    PyTorch itself in test_random_index_matches_torch)."""
+    if isinstance(index, tuple):
+        index = explicit_ellipsis(normalize_index(index, np), a.ndim)
     split = select_ints_first(index) if isinstance(index, tuple) else None
     return a[index] if split is None else a[split[0]][split[1]]
 
@@ -250,3 +255,28 @@ def test_random_setitem_matches_torch(case):
     np.testing.assert_array_equal(y, ty)
     np.testing.assert_array_equal(gx, tgx)
     np.testing.assert_allclose(gv, tgv, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape, index", [
+    ((1, 1, 1), (None, 0, [0, 0], Ellipsis, [0, 0])),    # found by the random test
+    ((1, 1, 1), (None, [0, 0], Ellipsis, [0, 0], 0)),
+    ((2, 3), ([0, 1], Ellipsis, [1, 2])),                # the Ellipsis spans no axis
+    ((2, 3, 4), ([0, 1], Ellipsis, [1, 2])),             # it spans one: arrays go first
+])
+def test_an_empty_ellipsis_separates_no_arrays_as_in_torch(shape, index):
+    torch = pytest.importorskip("torch")
+    a = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+    t = minigrad.tensor(a, requires_grad=True)
+    out = t[index]
+    ta = torch.tensor(a, requires_grad=True)
+    ref = ta[tuple(torch.tensor(p) if isinstance(p, list) else p for p in index)]
+    np.testing.assert_array_equal(out.numpy(), ref.detach().numpy())
+    up = np.random.default_rng(0).standard_normal(ref.shape)
+    out.backward(minigrad.tensor(up))
+    ref.backward(torch.tensor(up))
+    np.testing.assert_array_equal(t.grad.numpy(), ta.grad.numpy())
+    x = minigrad.tensor(np.zeros(shape))
+    tx = torch.zeros(shape, dtype=torch.float64)
+    x[index] = minigrad.tensor(up)
+    tx[tuple(torch.tensor(p) if isinstance(p, list) else p for p in index)] = torch.tensor(up)
+    np.testing.assert_array_equal(x.numpy(), tx.numpy())
