@@ -31,6 +31,8 @@ from tools import exercises, solutions
 
 FENCE_RE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,})(?P<info>.*)$")
 REFERENCE_ONLY_RE = re.compile(r"<!-- reference-only -->.*?<!-- /reference-only -->", re.S)
+# A link to the answers to the chapter questions, which the copy leaves out.
+ANSWER_LINK_RE = re.compile(r"\[(?P<text>[^\]]*)\]\((?P<target>(?:[\w./]*/)?answers/\d+\.md)\)")
 CONTINUATION_RE = re.compile(r"^(?:[)\]}]|\w+=[^=].*[)\]}],?$)")
 MIN_SECRET_CHARS = 16
 
@@ -168,8 +170,9 @@ class Redactor:
 
     # -- markdown
     def markdown(self, text: str, document: str) -> str:
-        """``text`` with every fenced block that shows a blanked region replaced."""
-        text = REFERENCE_ONLY_RE.sub("", text)
+        """``text`` with every fenced block that shows a blanked region replaced,
+        and the links to the answers to the questions (not in the copy) made text."""
+        text = ANSWER_LINK_RE.sub(_answers_with_the_teacher, REFERENCE_ONLY_RE.sub("", text))
         lines = text.splitlines(keepends=True)
         out, i = [], 0
         while i < len(lines):
@@ -207,6 +210,13 @@ class Redactor:
                 if new != source:
                     cell["source"] = new
         return nb
+
+
+def _answers_with_the_teacher(match) -> str:
+    """``[the answers](answers/01.md)`` -> ``the answers (with your teacher)``."""
+    text = match.group("text")
+    shown = f"`{text}`" if text == match.group("target") else text
+    return f"{shown} (with your teacher: the student copy leaves them out)"
 
 
 def _relative(target: str, start: str) -> str:

@@ -94,3 +94,22 @@ def test_a_quote_is_located_by_line_numbers():
              "    # END SOLUTION\n"
     assert redact.quote_spans("y = x + 1\nreturn y\n", source) == [(3, 4)]
     assert redact.quote_spans("    y = x + 2\n", source) == []
+
+
+def test_no_link_of_the_copy_dangles(copy):
+    """The answers to the chapter questions stay with the teacher; no link of the
+    copy's texts points at them, or at any other file the copy lacks."""
+    dest, _ = copy
+    link = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+    dangling = []
+    for rel in redact.documents(dest):
+        if not rel.endswith(".md"):
+            continue
+        for target in link.findall((dest / rel).read_text(encoding="utf-8")):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            if not ((dest / rel).parent / target).exists():
+                dangling.append(f"{rel}: {target}")
+    assert not dangling, dangling[:10]
+    text = (dest / "chapters" / "01_autograd.md").read_text(encoding="utf-8")
+    assert "the answers (with your teacher" in text
