@@ -85,7 +85,9 @@ bench: venv
 	$(PY) benchmarks/run_all.py
 
 # Every fused GPU kernel compiled with NVRTC for sm_90, without a GPU: installs
-# the kernels extra (CuPy, NVRTC, CUDA headers) into the venv first.
+# the kernels extra (CuPy, NVRTC, CUDA headers; from PyPI) into the venv first.
+# CuPy stays installed there; without a driver minigrad still runs on the CPU
+# and the GPU tests skip (CI runs this target last).
 check-kernels: venv
 	$(PIP) install -e '.[kernels]'
 	$(PY) tools/check_kernels.py
