@@ -198,7 +198,9 @@ def score(outcome: Outcome, log: Path, released, output: str, stubs=frozenset())
                 collected = record["collected"]
             elif record["outcome"] != "passed" or record["nodeid"] not in results:
                 results[record["nodeid"]] = record
-    if not collected and outcome.status == "graded":
+    if not collected and outcome.status == "graded" and stubs and set(released) <= set(stubs):
+        outcome.status = "graded: no exercise started"     # every test was held back
+    elif not collected and outcome.status == "graded":
         last = [line for line in output.strip().splitlines() if line.strip()]
         outcome.status = "error: no test ran (" + (last[-1][:200] if last else "no output") + ")"
     outcome.tests_run = sum(1 for r in results.values() if r["outcome"] != "skipped")
@@ -225,7 +227,10 @@ def score(outcome: Outcome, log: Path, released, output: str, stubs=frozenset())
         ran = [s for s in states if s["outcome"] == "passed"]
         outcome.scores[ident] = int(bool(ran) and not bad)
         later = sorted(set(waiting.values()), key=exercises.sort_key)
-        if not tests:
+        if ident in stubs and not ran:
+            outcome.details[ident] = ("not started: its stub (NotImplementedError) is "
+                                      "still in the library")
+        elif not tests:
             outcome.details[ident] = "no test of this exercise ran"
         elif not bad and not ran and waiting:
             outcome.details[ident] = f"its tests wait for exercise(s) {', '.join(later)}"

@@ -259,6 +259,7 @@ def test_a_test_stopped_by_another_unanswered_exercise_proves_nothing(tmp_path):
     assert outcome.scores == {"1.1": 1, "6.2": 0, "1.3": 0}
     assert "1 more wait for exercise(s) 6.2" in outcome.details["1.1"]
     assert "wait for exercise(s) 6.2" in outcome.details["1.3"]
+    assert outcome.details["6.2"].startswith("not started")     # its stub is still there
     # A failed chapter-6 test of 1.1 without a stub's message (a command caught
     # it) waits for the unanswered chapter-6 exercise; one of chapter 1 does not.
     records[0]["collected"] += [{"nodeid": "e", "exercises": ["1.1"], "chapter": 6},
@@ -272,6 +273,15 @@ def test_a_test_stopped_by_another_unanswered_exercise_proves_nothing(tmp_path):
     log.write_text("\n".join(json.dumps(r) for r in records))
     grade.score(outcome, log, ["1.3"], "", stubs={"6.2"})
     assert outcome.scores["1.3"] == 0 and "f: wrong" in outcome.details["1.3"]
+    # An untouched copy: every test is held back, so none is collected; that is
+    # a graded submission with nothing started, not an error.
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(json.dumps({"collected": []}))
+    outcome = grade.Outcome("s")
+    grade.score(outcome, empty, ["1.1", "6.2"], "26 not started", stubs={"1.1", "6.2"})
+    assert outcome.status == "graded: no exercise started"
+    assert outcome.scores == {"1.1": 0, "6.2": 0}
+    assert all(d.startswith("not started") for d in outcome.details.values())
     # A "stub" the student raises while the real one is answered counts as a failure.
     outcome = grade.Outcome("s")
     grade.score(outcome, log, ["1.1"], "", stubs=set())
