@@ -289,9 +289,10 @@ def _send_gradients(fn, grad_outputs, grads, leaves) -> None:
         g, in_grads[i] = in_grads[i], None
         if not x._requires_grad:
             continue
-        if g is not None and (g.shape != x.shape or g.dtype != x.dtype):
-            g = _fit_gradient(fn, g, x)      # cast to x's dtype; a wrong shape raises
         parent = x._creator
+        ref = x if parent is not None else x._data      # an Edge, or the leaf's array
+        if g is not None and (g.shape != ref.shape or g.dtype != ref.dtype):
+            g = _fit_gradient(fn, g, x)      # cast to x's dtype; a wrong shape raises
         if parent is None:
             entry = leaves[id(x)]            # [uses left, gradient summed so far]
             if g is not None:
@@ -301,9 +302,7 @@ def _send_gradients(fn, grad_outputs, grads, leaves) -> None:
             if entry[0] == 0:
                 _finish_leaf(x, leaves.pop(id(x)))
         elif g is not None:
-            slots = grads.get(parent)
-            if slots is None:
-                slots = grads[parent] = [None] * parent.num_outputs
+            slots = grads.setdefault(parent, [None] * parent.num_outputs)
             k = x._output_index
             slots[k] = g if slots[k] is None else slots[k] + g
 

@@ -128,7 +128,7 @@ class Tensor:
         self._output_index = 0
         self.name = name
         # The requires_grad setter's check, inline: every recorded result passes here.
-        self._requires_grad = bool(requires_grad) and data.dtype.kind == "f"
+        self._requires_grad = data.dtype.kind == "f" if requires_grad else False
         if requires_grad and not self._requires_grad:
             self.requires_grad = True          # raises the setter's TypeError
 

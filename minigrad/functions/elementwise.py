@@ -288,7 +288,7 @@ def select_where_nonzero(a, g):
     if xp is not np and g.dtype in _FUSED_DTYPES and a.dtype == g.dtype:
         return _SELECT_WHERE_NONZERO(a, g)
     if xp is np and np.isfinite(g).all():
-        grad = np.not_equal(a, 0, out=np.empty_like(g))     # 1.0 where a != 0, else 0.0
+        grad = np.not_equal(a, 0, out=np.empty(g.shape, g.dtype))   # 1.0 where a != 0, else 0
         grad *= g
         return grad
     return xp.where(a != 0, g, g.dtype.type(0))

@@ -38,6 +38,9 @@ def _classes_last(logits, target, name):
 
     Returns the 2-D logits and the flat target.
     """
+    if (logits.ndim == 2 and target.ndim == 1 and target.shape[0] == logits.shape[0]
+            and logits.dtype.kind == "f" and target.dtype.kind in "iu"):
+        return logits, target                  # (N, C) and (N,): the common case, valid
     if logits.ndim < 1:
         raise ValueError(f"{name}: input must have shape (N, C) or (N, C, d1, ...), got "
                          f"a scalar")
@@ -86,7 +89,7 @@ def _check_targets(target, num_classes, ignore_index, name):
         # larger than any class count.
         unsigned = target.view(_UNSIGNED.get(target.dtype)
                                or target.dtype.str.replace("i", "u"))   # e.g. big-endian
-        if unsigned.max() < num_classes:
+        if np.maximum.reduce(unsigned, axis=None) < num_classes:     # unsigned.max()
             return True
     elif not bool(((target < 0) | (target >= num_classes)).any()):
         return True
@@ -101,7 +104,9 @@ def _check_targets(target, num_classes, ignore_index, name):
 
 def restore_layout(grad, shape):
     """(M, C) gradient back to the logits' layout ``shape`` = (N, C, d1, ...)."""
-    if len(shape) <= 2:
+    if len(shape) == 2:                        # (N, C) already
+        return grad
+    if len(shape) < 2:
         return grad.reshape(shape)
     xp = get_array_module(grad)
     moved = (shape[0],) + tuple(shape[2:]) + (shape[1],)

@@ -324,7 +324,8 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     TypeError when x's dtype is not the weight's and bias's (PyTorch raises
     too; see :mod:`minigrad.dtypes`).
     """
-    _tensor(x, "linear")
+    if not isinstance(x, Tensor):
+        _tensor(x, "linear")                # raises
     dtype = x._data.dtype
     if weight._data.dtype != dtype or (bias is not None and bias._data.dtype != dtype):
         check_layer_dtype("linear", x, weight=weight, bias=bias)
