@@ -243,10 +243,9 @@ class _SetItem(autograd.Function):
         self.index = index
 
     def forward(self, a, value):
-        from .functions.shape import (explicit_ellipsis, normalize_index,  # noqa: PLC0415
-                                      select_ints_first)
+        from .functions.shape import normalize_index, select_ints_first  # noqa: PLC0415
         xp = backend.get_array_module(a)
-        self.index = explicit_ellipsis(normalize_index(self.index, xp), a.ndim)
+        self.index = normalize_index(self.index, xp, a.ndim)
         if xp is not np:                        # CuPy wraps out-of-bounds indices
             backend.check_index_bounds(self.index, a.shape)
         split = select_ints_first(self.index)  # PyTorch's order: the ints first

@@ -64,11 +64,7 @@ class ScatterAdd(Function):
         self.dim, self.index = dim, index
 
     def forward(self, a, src):
-        check_index("scatter", a, self.index, self.dim, src)
-        self.dim = normalize_axis(self.dim, a.ndim, "scatter")[0] if a.ndim else 0
-        self.where = along_dim(self.index, self.dim) if a.ndim else ()
-        self.src_shape = src.shape
-        src = src[tuple(slice(0, n) for n in self.index.shape)].astype(a.dtype, copy=False)
+        src = _scatter_inputs(self, "scatter", a, src)
         out = a.copy()
         if self.reduce == "add":
             scatter_add(out, self.where, src)
@@ -81,11 +77,7 @@ class ScatterAdd(Function):
         if self.reduce != "add":             # overwritten positions get no gradient
             ga = g.copy()
             ga[self.where] = 0
-        gsrc = None
-        if self.needs_input_grad[1]:
-            xp = get_array_module(g)
-            gsrc = xp.zeros(self.src_shape, dtype=g.dtype)
-            gsrc[tuple(slice(0, n) for n in self.index.shape)] = g[self.where]
+        gsrc = _src_grad(self, g[self.where], g.dtype) if self.needs_input_grad[1] else None
         return ga, gsrc
 
 
@@ -118,11 +110,7 @@ class ScatterReduce(Function):
         self.reduce, self.include_self = check_reduce(reduce), include_self
 
     def forward(self, a, src):
-        check_index("scatter_reduce", a, self.index, self.dim, src)
-        self.dim = normalize_axis(self.dim, a.ndim, "scatter_reduce")[0] if a.ndim else 0
-        self.where = along_dim(self.index, self.dim) if a.ndim else ()
-        self.src_shape = src.shape
-        src = src[tuple(slice(0, n) for n in self.index.shape)].astype(a.dtype, copy=False)
+        src = _scatter_inputs(self, "scatter_reduce", a, src)
         xp = get_array_module(a)
         self.takes_part = xp.ones(a.shape, dtype=bool)   # a's entry is a contributor
         if not self.include_self:
@@ -156,8 +144,7 @@ class ScatterReduce(Function):
         ga = g * self.takes_part * weight_a
         gsrc = None
         if self.needs_input_grad[1]:
-            gsrc = xp.zeros(self.src_shape, dtype=g.dtype)
-            gsrc[tuple(slice(0, n) for n in self.index.shape)] = g[self.where] * weight_src
+            gsrc = _src_grad(self, g[self.where] * weight_src, g.dtype)
         return ga, gsrc
 
     def _product_of_the_others(self):
@@ -186,6 +173,24 @@ class ScatterReduce(Function):
         scatter_add(count, self.where, hit_src.astype(self.a.dtype))
         count = xp.maximum(count, 1)
         return hit_a / count, hit_src / count[self.where]
+
+
+def _scatter_inputs(fn, name, a, src):
+    """Check a scatter's index and set ``fn.dim`` (non-negative), ``fn.where``
+    (the full index into ``a``) and ``fn.src_shape``; return the part of
+    ``src`` the index covers (its index-shaped corner), in ``a``'s dtype."""
+    check_index(name, a, fn.index, fn.dim, src)
+    fn.dim = normalize_axis(fn.dim, a.ndim, name)[0] if a.ndim else 0
+    fn.where = along_dim(fn.index, fn.dim) if a.ndim else ()
+    fn.src_shape = src.shape
+    return src[tuple(slice(0, n) for n in fn.index.shape)].astype(a.dtype, copy=False)
+
+
+def _src_grad(fn, values, dtype):
+    """d/dsrc of a scatter: ``values`` in src's index-shaped corner, 0 elsewhere."""
+    gsrc = get_array_module(values).zeros(fn.src_shape, dtype=dtype)
+    gsrc[tuple(slice(0, n) for n in fn.index.shape)] = values
+    return gsrc
 
 
 def check_reduce(reduce):

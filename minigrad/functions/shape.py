@@ -170,7 +170,7 @@ class Stack(Function):
         return tuple(g.take(i, axis=self.axis_) for i in range(n))
 
 
-def normalize_index(index, xp):
+def normalize_index(index, xp, ndim):
     """``index`` in the form NumPy reads it, with every advanced part an array of ``xp``.
 
     NumPy treats as *advanced* (a copy; a repeated position appears twice):
@@ -182,13 +182,14 @@ def normalize_index(index, xp):
     tuple index, as in NumPy, so it stays a tuple.
 
     Returns a tuple index whose advanced parts are arrays on ``xp``'s device
-    (CuPy does not take lists or NumPy arrays as indices).
+    (CuPy does not take lists or NumPy arrays as indices), for an array of
+    ``ndim`` dimensions (its Ellipsis written out: :func:`explicit_ellipsis`).
 
     Raises IndexError for a sequence that holds something other than
     integers or booleans (floats, strings, slices inside a list).
     """
     parts = index if isinstance(index, tuple) else (index,)
-    return tuple(_index_part(p, xp) for p in parts)
+    return explicit_ellipsis(tuple(_index_part(p, xp) for p in parts), ndim)
 
 
 def _index_part(p, xp):
@@ -309,7 +310,7 @@ class GetItem(Function):
         xp = get_array_module(a)
         self.in_shape, self.dtype = a.shape, a.dtype
         try:
-            self.index = explicit_ellipsis(normalize_index(self.index, xp), a.ndim)
+            self.index = normalize_index(self.index, xp, a.ndim)
             if xp is not np:                    # CuPy wraps out-of-bounds indices
                 check_index_bounds(self.index, a.shape)
             return a[self.index]

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import minigrad
-from minigrad.functions.shape import explicit_ellipsis, normalize_index, select_ints_first
+from minigrad.functions.shape import normalize_index, select_ints_first
 
 
 def _reference_grad(shape, index, upstream):
@@ -31,7 +31,7 @@ def _pytorch_order(a, index):
     Ellipsis spanning no axis does not separate two arrays (checked against
     PyTorch itself in test_random_index_matches_torch)."""
     if isinstance(index, tuple):
-        index = explicit_ellipsis(normalize_index(index, np), a.ndim)
+        index = normalize_index(index, np, a.ndim)
     split = select_ints_first(index) if isinstance(index, tuple) else None
     return a[index] if split is None else a[split[0]][split[1]]
 

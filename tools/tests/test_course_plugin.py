@@ -33,20 +33,26 @@ def test_progress_status():
         "waits for 4.1"
 
 
-def _tiny_tree(tmp_path, tests: str, mapping: dict) -> Path:
-    """A student tree: tools copied (with its own dependency map), one test file."""
-    import json
-    import shutil
-    root = Path(__file__).resolve().parents[2]
+def _student_skeleton(tmp_path) -> None:
+    """What marks a student tree: student.json, the course plugin, tests/ with
+    its chapter table, and an empty minigrad package."""
     (tmp_path / "student.json").write_text("{}")
     (tmp_path / "conftest.py").write_text('pytest_plugins = ["tools.course_plugin"]\n')
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "__init__.py").write_text("")
     (tmp_path / "tests" / "chapters.py").write_text('PATHS = {"tests/": 1}\nTESTS = {}\n')
+    (tmp_path / "minigrad").mkdir()
+
+
+def _tiny_tree(tmp_path, tests: str, mapping: dict) -> Path:
+    """A student tree: tools copied (with its own dependency map), one test file."""
+    import json
+    import shutil
+    root = Path(__file__).resolve().parents[2]
+    _student_skeleton(tmp_path)
     shutil.copytree(root / "tools", tmp_path / "tools",
                     ignore=shutil.ignore_patterns("tests", "__pycache__", "*.json"))
     (tmp_path / "tools" / "dependencies.json").write_text(json.dumps({"tests": mapping}))
-    (tmp_path / "minigrad").mkdir()
     (tmp_path / "minigrad" / "__init__.py").write_text("")
     (tmp_path / "tests" / "test_x.py").write_text(textwrap.dedent(tests))
     return tmp_path
@@ -105,13 +111,8 @@ def test_progress_table_in_a_student_tree(tmp_path):
     """A tiny tree with student.json: the table names each exercise's state and the
     exit status is non-zero while one is not done."""
     root = Path(__file__).resolve().parents[2]
-    (tmp_path / "student.json").write_text("{}")
-    (tmp_path / "conftest.py").write_text('pytest_plugins = ["tools.course_plugin"]\n')
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "__init__.py").write_text("")
-    (tmp_path / "tests" / "chapters.py").write_text('PATHS = {"tests/": 1}\nTESTS = {}\n')
+    _student_skeleton(tmp_path)
     (tmp_path / "tools").symlink_to(root / "tools")
-    (tmp_path / "minigrad").mkdir()
     (tmp_path / "minigrad" / "__init__.py").write_text(
         'def mul():\n    raise NotImplementedError("Exercise 1.2 — Mul.backward: the '
         'product rule: see x")\n')
