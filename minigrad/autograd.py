@@ -58,10 +58,6 @@ def _register_tensor_type(tensor_class, as_tensor_like) -> None:
     _Tensor, _as_tensor_like = tensor_class, as_tensor_like
 
 
-# What a Function keeps after release(): enough to describe it, no arrays.
-_KEPT_AFTER_RELEASE = frozenset(("num_outputs", "needs_input_grad"))
-
-
 class Edge:
     """What a Function keeps of an input that is not a leaf requiring grad.
 
@@ -98,9 +94,10 @@ NO_GRAD = Edge(None, 0, None, None)
 
 
 def _edge_to(t):
-    """What a recorded Function keeps of its input Tensor ``t`` (see :class:`Edge`)."""
+    """What a recorded Function keeps of an input Tensor ``t`` that is not a leaf
+    requiring grad (that one it keeps as it is; see :class:`Edge`)."""
     if t._creator is None:
-        return t if t._requires_grad else NO_GRAD
+        return NO_GRAD
     return Edge(t._creator, t._output_index, t._data.shape, t._data.dtype)
 
 
@@ -140,10 +137,11 @@ class Function:
         self.needs_input_grad = needs if record else ()
         outputs = self.forward(*[t._data for t in tensors])
         single = not isinstance(outputs, tuple)     # one output: the common case
-        results = (Tensor(outputs, requires_grad=record),) if single else \
-            tuple([Tensor(out, requires_grad=record) for out in outputs])
+        results = (Tensor(outputs, record),) if single else \
+            tuple([Tensor(out, record) for out in outputs])
         if record:                                  # the graph: outputs -> self -> inputs
-            self.inputs = tuple([_edge_to(t) for t in tensors])
+            self.inputs = tuple([t if t._creator is None and t._requires_grad   # a leaf
+                                 else _edge_to(t) for t in tensors])      # else an Edge
             self.num_outputs, self._released = len(results), False
             self._recorded_at = versions.counter
             for index, out in enumerate(results):
@@ -158,10 +156,9 @@ class Function:
 
     def release(self) -> None:
         """Drop the inputs and saved arrays once backward no longer needs them."""
-        for name in self.__dict__:
-            if name not in _KEPT_AFTER_RELEASE:
-                self.__dict__[name] = None
-        self.inputs, self._released = (), True
+        saved = self.__dict__       # a new dict: one step, whatever the Function saved
+        self.__dict__ = {"num_outputs": saved["num_outputs"], "_released": True,
+                         "needs_input_grad": saved["needs_input_grad"]}
 
     def __repr__(self):
         return f"<{type(self).__name__}>"
@@ -252,14 +249,16 @@ def _initial_gradient(tensor, grad):
         raise RuntimeError("backward: this tensor does not require grad and has no "
                            "graph (was it computed under no_grad(), or from inputs "
                            "with requires_grad=False?)")
-    xp = tensor._xp
+    data, xp = tensor._data, tensor._xp
     if grad is None:
-        if tensor.data.size != 1:
+        if data.size != 1:
             raise ValueError(f"backward: grad can be implicitly created only for a tensor "
                              f"with one element, got shape {tensor.shape}; pass "
                              f"grad= of that shape")
         # ones_like for one element, without NumPy's Python-level wrapper
-        grad_array = xp.array(1, dtype=tensor._data.dtype).reshape(tensor._data.shape)
+        grad_array = xp.array(1, dtype=data.dtype)
+        if data.ndim:
+            grad_array = grad_array.reshape(data.shape)
     else:
         grad_array = grad.data if isinstance(grad, _Tensor) else xp.asarray(grad)
         if grad_array.shape != tensor.shape:
@@ -344,7 +343,7 @@ def _finish_leaf(leaf, entry) -> None:
     g, entry[1] = entry[1], None         # now g is held by this name only
     if g is not None:
         unshared = g.base is None and sys.getrefcount(g) == _UNSHARED_REFCOUNT
-        _accumulate_leaf(leaf, g, owned=unshared)
+        _accumulate_leaf(leaf, g, unshared)
 
 
 def _calibrate_refcount() -> int:
