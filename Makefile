@@ -57,7 +57,7 @@ test: venv
 
 check: venv
 	$(if $(EX),,$(error make check needs an exercise: make check EX=3.2))
-	$(PY) -m pytest tests -q --exercise $(EX) $(ARGS)
+	$(PY) -m pytest tests -q --exercise $(EX) --whole-exercise $(ARGS)
 
 # The student copy: DEST (default build/student); CHAPTERS=1-3 releases those
 # chapters' exercises (later chapters' answers are blanked too); FORCE=1 replaces

@@ -5,7 +5,9 @@
   carry ``@pytest.mark.exercise("3.2")``.  Only markers in use are registered,
   and ``--strict-markers`` rejects any other.
 * ``--chapter 3`` (also ``3-5``, ``1,3``) and ``--exercise 3.2`` select tests;
-  ``make test CHAPTER=3`` and ``make check EX=3.2`` pass them.
+  ``make test CHAPTER=3`` and ``make check EX=3.2`` pass them.  ``--exercise``
+  takes the tests marked with the exercise; with ``--whole-exercise`` (``make
+  check``) also those that run its code, so that its verdict is its table row's.
 * In the student copy (it has ``student.json``), or with ``--progress``, the run
   ends with a table: per exercise, passed / not started / needs N.M / failing.
   An exercise is *not started* while its stub ``raise NotImplementedError(
@@ -36,6 +38,10 @@ def pytest_addoption(parser):
                     help="run only the tests of these chapters: 3, 3-5, 1,3")
     group.addoption("--exercise", default=None, metavar="N.M",
                     help="run only the tests of these exercises: 3.2 or 3.2,3.3")
+    group.addoption("--whole-exercise", action="store_true",
+                    help="with --exercise, also the tests that run the exercise's code "
+                         "(tools/dependencies.json) in its chapter or an earlier one: "
+                         "every test its row in the table counts (make check)")
     group.addoption("--progress", action="store_true",
                     help="end with the table of exercises (default in the student copy)")
     group.addoption("--notebooks", action="store_true",
@@ -222,18 +228,29 @@ def pytest_collection_modifyitems(session, config, items):
         if unknown:
             raise pytest.UsageError(f"--exercise / EX: unknown exercise {', '.join(unknown)}; "
                                     "ids look like 3.2 (see tools/exercises.py)")
+    runs = (mapping or {}).get("tests", {}) if config.getoption("--whole-exercise") else {}
     keep, drop = [], []
     for item in items:
         ok = wanted_chapters is None or chapters[item.nodeid] in wanted_chapters
         if wanted_ids is not None:
-            ok = ok and any(m.args and m.args[0] in wanted_ids
-                            for m in item.iter_markers("exercise"))
+            ok = ok and _of_exercise(item, chapters[item.nodeid], wanted_ids, runs)
         (keep if ok else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
     if stash.get("student") and not config.getoption("--run-blocked"):
         _hold_back_blocked(config, items, mapping, _stubs_left(root))
+
+
+def _of_exercise(item, chapter, wanted_ids, runs) -> bool:
+    """Whether ``--exercise`` keeps ``item``: marked with a wanted exercise, or
+    (``runs``: the dependency map's tests, given with ``--whole-exercise``)
+    running a wanted exercise's code in that exercise's chapter or an earlier one."""
+    if any(m.args and m.args[0] in wanted_ids for m in item.iter_markers("exercise")):
+        return True
+    return chapter is not None and any(
+        ident in wanted_ids and chapter <= exercises.chapter_of(ident)
+        for ident in runs.get(item.nodeid, ()))
 
 
 def _hold_back_blocked(config, items, mapping, stubs_left):

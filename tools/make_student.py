@@ -271,7 +271,7 @@ code. Find an exercise with `grep -rn "Exercise 3.2 " minigrad/`.
 ```bash
 make test              # every test, then a progress table: passed / not started / failing
 make test CHAPTER=3    # the tests of chapter 3 only
-make check EX=3.2      # the tests of exercise 3.2 only
+make check EX=3.2      # the tests that run exercise 3.2's code, up to its chapter
 make demo              # the verification; it names the exercises it still needs
 ```
 
@@ -279,11 +279,13 @@ make demo              # the verification; it names the exercises it still needs
 the table shows every exercise passed. An exercise is *passed* when every test
 that runs its code passes (not only the tests named after it), *not started*
 while its own stub still raises (the tests that need it are not run: they
-would stop at the stub), *needs N.M* when its tests stop at the stub of an
-earlier exercise (do that one first), *waits for N.M* when your code works but
-some tests that also run a later exercise wait for that one, and *failing*
+would stop at the stub), *needs N.M* when its tests stop at the stub of
+another exercise of its chapter or an earlier one (do that one too), *waits
+for N.M* when your code works but some tests that also run an exercise of a
+later chapter wait for that one, and *failing*
 when your code runs but gives a wrong result: the row names the first failing
-test and its message. `make check EX=N.M` shows the full tracebacks.
+test and its message. `make check EX=N.M` runs the tests of that row (those of
+its chapter and the earlier ones) and shows the full tracebacks.
 
 Work through the chapters in order: later material builds on earlier exercises
 (everything backpropagates through the chapter 1 functions), while the tests of

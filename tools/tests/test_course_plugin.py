@@ -58,9 +58,9 @@ def _tiny_tree(tmp_path, tests: str, mapping: dict) -> Path:
     return tmp_path
 
 
-def _run(tree: Path):
+def _run(tree: Path, *args: str):
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "tests"], cwd=tree, env={"PYTHONPATH": str(tree), "PATH": ""},
+                           "tests", *args], cwd=tree, env={"PYTHONPATH": str(tree), "PATH": ""},
                           capture_output=True, text=True)
     return proc.returncode, proc.stdout
 
@@ -84,6 +84,35 @@ def test_an_exercise_passes_only_when_every_test_running_its_code_passes(tmp_pat
     assert "1/2  failing: tests/test_x.py::test_add_at_zero: AssertionError: adding zeros " \
         "gives 1" in row, out
     assert out.rstrip().splitlines()[-1].startswith("1 failing"), out   # the table is last
+
+
+def test_make_check_runs_every_test_of_the_exercise_in_its_chapter(tmp_path):
+    """``--exercise 1.1`` alone runs the test marked 1.1, which passes; with
+    ``--whole-exercise`` (``make check``) it also runs the chapter-1 test that
+    runs 1.1's code and fails, so the check agrees with 1.1's table row.  A
+    chapter-2 test that runs 1.1's code is later material: not selected."""
+    tree = _tiny_tree(tmp_path, '''
+        import pytest
+
+        @pytest.mark.exercise("1.1")
+        def test_add():
+            assert 1 + 1 == 2
+
+        def test_add_broadcast():
+            assert (1, 3) == (3,), "the gradient keeps the broadcast shape"
+    ''', {"tests/test_x.py::test_add_broadcast": ["1.1"],
+          "tests/test_y.py::test_later": ["1.1"]})
+    (tree / "tests" / "chapters.py").write_text(
+        'PATHS = {"tests/": 1, "tests/test_y.py": 2}\nTESTS = {}\n')
+    (tree / "tests" / "test_y.py").write_text(
+        "def test_later():\n    raise AssertionError('a chapter-2 test must not run')\n")
+    code, out = _run(tree, "--exercise", "1.1")
+    assert code == 0 and out.rstrip().endswith("1 passed; every exercise passed"), out
+    code, out = _run(tree, "--exercise", "1.1", "--whole-exercise")
+    assert code == 1, out
+    assert "chapter-2 test must not run" not in out
+    row = next(line for line in out.splitlines() if line.startswith("1.1 "))
+    assert "1/2  failing: tests/test_x.py::test_add_broadcast" in row, out
 
 
 def test_green_table_exactly_when_the_run_passes(tmp_path):
