@@ -17,7 +17,7 @@ TEST_PATHS := tests tools/tests $(if $(NOTEBOOKS),notebooks)
 # --nbval-current-env: run notebooks in this venv's kernel, not a system one.
 PYTEST_ARGS := $(TEST_PATHS) --nbval-lax --nbval-current-env -q
 
-.PHONY: venv test demo bench test-gpu check-kernels notebooks jupyter clean check-python check student selftest grade
+.PHONY: venv test demo bench test-gpu check-kernels notebooks jupyter clean check-python check student selftest grade figures
 
 venv: $(STAMP)
 
@@ -73,6 +73,13 @@ student: venv
 grade: venv
 	$(if $(SUBMISSIONS),,$(error make grade needs SUBMISSIONS=folder/ with one student copy or .bundle per student))
 	$(PY) tools/grade.py --submissions $(SUBMISSIONS) $(if $(RELEASE),--release $(RELEASE)) $(if $(JOBS),--jobs $(JOBS)) $(if $(OUT),--out $(OUT)) $(if $(LIMIT),--limit $(LIMIT)) $(if $(EX),--exercises $(EX)) $(if $(MODE),--mode $(MODE))
+
+# The chapters' figures, drawn by code: tools/make_figures.py (chapters 01-03),
+# tools/make_chapter_figures.py (04-09) and tools/figures/chNN.py.
+figures: venv
+	$(PY) tools/make_figures.py
+	$(PY) tools/make_chapter_figures.py
+	$(PY) -m tools.figures
 
 # Every exercise blanked in turn: its tests fail, earlier chapters still pass.
 selftest: venv
