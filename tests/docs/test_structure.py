@@ -2,8 +2,8 @@
 
 The skeleton: ``## Objectives``, ``## Prerequisites``, the main path (sections
 numbered ``## 1.``, ``## 2.``, ... in order), ``## Pitfalls``, ``## Exercises``,
-``## Questions``, ``## Going further``, ``## History``, and optionally
-``## References`` last.  The prerequisites are the chapter numbers named in
+``## Questions``, optionally ``## Reading the code`` (code walk-throughs),
+``## Going further``, ``## History``, and optionally ``## References`` last.  The prerequisites are the chapter numbers named in
 the chapter's ``## Prerequisites`` section and in the ``**Prerequisites:**``
 line of its entry in chapters/README.md; the two sets must be equal.
 """
@@ -70,6 +70,11 @@ def test_chapter_has_the_common_headings_in_order(path):
     headings = _h2_headings(path.read_text(encoding="utf-8"))
     if headings and headings[-1] == "References":
         headings = headings[:-1]
+    if "Reading the code" in headings:
+        i = headings.index("Reading the code")
+        assert headings[i - 1] == "Questions", (
+            f"{path.name}: 'Reading the code' follows {headings[i - 1]!r}, expected 'Questions'")
+        del headings[i]
     assert headings[:2] == BEFORE, f"{path.name}: starts with {headings[:2]}, expected {BEFORE}"
     assert headings[-len(AFTER):] == AFTER, (
         f"{path.name}: ends with {headings[-len(AFTER):]}, expected {AFTER}")
