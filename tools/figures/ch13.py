@@ -125,12 +125,14 @@ def gpt_block():
     for a, b in ((0.31, 0.89), (1.51, 2.1), (2.9, 3.6), (4.0, 4.69), (5.31, 6.0), (6.8, 7.5),
                  (7.9, 8.39)):
         _arrow(right, (x0, a), (x0, b))
-    for (y0, x_start, y1) in ((0.0, x0 + 1.65, 3.8), (3.8, x0 + 0.2, 7.7)):   # the residuals
-        right.plot([x_start, xs, xs], [y0, y0, y1], color="C3", lw=1.2)
-        _arrow(right, (xs, y1), (x0 + 0.2, y1), color="C3")
+    for (y0, x_start, col, y1) in ((0.0, x0 + 1.65, xs, 3.8),            # the residuals
+                                   (4.35, x0, xs + 0.7, 7.7)):
+        right.plot([x_start, col, col], [y0, y0, y1], color="C3", lw=1.2)
+        right.plot([x_start], [y0], "o", color="C3", ms=4)
+        _arrow(right, (col, y1), (x0 + 0.2, y1), color="C3")
     right.text(xs + 0.1, 1.9, "residual:\nx + attn(ln_1(x))", color="C3", fontsize=8, va="center")
-    right.text(xs + 0.1, 5.75, "residual:\nx + mlp(ln_2(x))", color="C3", fontsize=8, va="center")
-    right.set_xlim(-2.0, 4.6)
+    right.text(xs + 0.8, 5.9, "residual:\nx + mlp(ln_2(x))", color="C3", fontsize=8, va="center")
+    right.set_xlim(-2.0, 5.0)
     right.set_ylim(-0.6, 9.3)
     right.axis("off")
     right.set_title("one block (pre-LN: LayerNorm at the start of each branch)", fontsize=10)
