@@ -52,6 +52,7 @@ PATHS = {
     "tests/site/": 0,
     "tests/test_setup.py": 0,
     "tests/test_chapter_figures.py": 0,
+    "tests/test_chapter_figures_04_06.py": 6,   # chapters 04-06's figures: accumulator, BatchNorm
     "tests/test_testing.py": 1,
     "tests/test_backward_driver.py": 1,
     "tests/test_grad_mode_threads.py": 1,
