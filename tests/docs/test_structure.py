@@ -2,8 +2,9 @@
 
 The skeleton: ``## Objectives``, ``## Prerequisites``, the main path (sections
 numbered ``## 1.``, ``## 2.``, ... in order), ``## Pitfalls``, ``## Exercises``,
-``## Questions``, ``## Going further``, ``## History``, and optionally
-``## References`` last.  The prerequisites are the chapter numbers named in
+``## Questions``, optionally ``## Reading the code`` (the walk-through of the
+library's files, after the main path), ``## Going further``, ``## History``,
+and optionally ``## References`` last.  The prerequisites are the chapter numbers named in
 the chapter's ``## Prerequisites`` section and in the ``**Prerequisites:**``
 line of its entry in chapters/README.md; the two sets must be equal.
 """
@@ -70,6 +71,7 @@ def test_chapter_has_the_common_headings_in_order(path):
     headings = _h2_headings(path.read_text(encoding="utf-8"))
     if headings and headings[-1] == "References":
         headings = headings[:-1]
+    headings = [h for h in headings if h != "Reading the code"]
     assert headings[:2] == BEFORE, f"{path.name}: starts with {headings[:2]}, expected {BEFORE}"
     assert headings[-len(AFTER):] == AFTER, (
         f"{path.name}: ends with {headings[-len(AFTER):]}, expected {AFTER}")
