@@ -134,7 +134,7 @@ def figure_memory_timeline():
     ax.set_ylabel("highest MiB in each step,\nabove parameters + moments")
     ax.set_title("Memory during one update: activations rise in forward, fall in backward")
     ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8, loc="upper right")
+    ax.legend(fontsize=8, loc="center right")
     return save(fig, "07_memory_timeline.png")
 
 
