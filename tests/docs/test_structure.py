@@ -3,7 +3,9 @@
 The skeleton: ``## Objectives``, ``## Prerequisites``, the main path (sections
 numbered ``## 1.``, ``## 2.``, ... in order), ``## Pitfalls``, ``## Exercises``,
 ``## Questions``, ``## Going further``, ``## History``, and optionally
-``## References`` last.  The prerequisites are the chapter numbers named in
+``## References`` last.  An optional ``## Reading the code`` (the walk through
+the library's files) may stand anywhere after the main path and before
+``## Going further``; it ends the main path.  The prerequisites are the chapter numbers named in
 the chapter's ``## Prerequisites`` section and in the ``**Prerequisites:**``
 line of its entry in chapters/README.md; the two sets must be equal.
 """
@@ -18,6 +20,7 @@ from .markdown import ROOT
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.md"))
 BEFORE = ["Objectives", "Prerequisites"]
 AFTER = ["Pitfalls", "Exercises", "Questions", "Going further", "History"]
+READING = "Reading the code"
 
 
 def _h2_headings(text: str) -> list:
@@ -68,6 +71,12 @@ def syllabus_prerequisites() -> dict:
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_chapter_has_the_common_headings_in_order(path):
     headings = _h2_headings(path.read_text(encoding="utf-8"))
+    if READING in headings:
+        at = headings.index(READING)
+        assert headings.count(READING) == 1, f"{path.name}: two '{READING}' sections"
+        assert at < headings.index("Going further"), (
+            f"{path.name}: '{READING}' must come before 'Going further'")
+        del headings[at]
     if headings and headings[-1] == "References":
         headings = headings[:-1]
     assert headings[:2] == BEFORE, f"{path.name}: starts with {headings[:2]}, expected {BEFORE}"
@@ -102,9 +111,10 @@ MAIN_PATH_WORDS = 3000
 
 
 def main_path_words(text: str) -> int:
-    """Words of prose in the main path (code blocks left out)."""
+    """Words of prose in the main path (code blocks left out), which ends at
+    ``## Reading the code`` or ``## Pitfalls``, whichever comes first."""
     start = re.search(r"(?m)^## 1\. ", text).start()
-    stop = re.search(r"(?m)^## Pitfalls$", text).start()
+    stop = re.search(r"(?m)^## (Pitfalls|Reading the code)$", text).start()
     return len(re.sub(r"(?ms)^```.*?^```", "", text[start:stop]).split())
 
 
