@@ -3,9 +3,13 @@
 The skeleton: ``## Objectives``, ``## Prerequisites``, the main path (sections
 numbered ``## 1.``, ``## 2.``, ... in order), ``## Pitfalls``, ``## Exercises``,
 ``## Questions``, ``## Going further``, ``## History``, and optionally
-``## References`` last.  A ``## Reading the code`` section (the code walk-through,
-after the main path) may sit anywhere after the numbered sections.  The prerequisites
-are the chapter numbers named in the chapter's ``## Prerequisites`` section and in the ``**Prerequisites:**``
+``## References`` last.  An optional ``## Reading the code`` (the walk through
+the library's files) stands between ``## Pitfalls`` and ``## Exercises``: the idea
+first, then the code that implements it, then the exercises that change that code.
+The main path, which ends at the first of ``## Reading the code``, ``## Going
+further``, ``## History`` and ``## References``, has at most 3,000 words of prose and
+at least three figures.  The prerequisites are the chapter numbers named in
+the chapter's ``## Prerequisites`` section and in the ``**Prerequisites:**``
 line of its entry in chapters/README.md; the two sets must be equal.
 """
 from __future__ import annotations
@@ -19,6 +23,7 @@ from .markdown import ROOT
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.md"))
 BEFORE = ["Objectives", "Prerequisites"]
 AFTER = ["Pitfalls", "Exercises", "Questions", "Going further", "History"]
+READING = "Reading the code"
 
 
 def _h2_headings(text: str) -> list:
@@ -69,11 +74,13 @@ def syllabus_prerequisites() -> dict:
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_chapter_has_the_common_headings_in_order(path):
     headings = _h2_headings(path.read_text(encoding="utf-8"))
-    if "Reading the code" in headings:
-        at = headings.index("Reading the code")
-        assert at > 2 and not any(re.match(r"\d+\. ", h) for h in headings[at:]), (
-            f"{path.name}: 'Reading the code' comes before the numbered main path ends")
-        headings = headings[:at] + headings[at + 1:]
+    if READING in headings:
+        at = headings.index(READING)
+        assert headings.count(READING) == 1, f"{path.name}: two '{READING}' sections"
+        assert at > 0 and headings[at - 1] == "Pitfalls", (
+            f"{path.name}: '{READING}' follows {headings[at - 1]!r}; it belongs right "
+            f"after 'Pitfalls' (before 'Exercises')")
+        del headings[at]
     if headings and headings[-1] == "References":
         headings = headings[:-1]
     assert headings[:2] == BEFORE, f"{path.name}: starts with {headings[:2]}, expected {BEFORE}"
@@ -105,13 +112,30 @@ def test_prerequisite_parser():
 
 
 MAIN_PATH_WORDS = 3000
+MAIN_PATH_FIGURES = 3
+MAIN_PATH_END = re.compile(r"(?m)^## (Reading the code|Going further|History|References)$")
+
+
+def main_path(text: str) -> str:
+    """The chapter from its first line up to the first of ``## Reading the code``,
+    ``## Going further``, ``## History`` and ``## References``."""
+    stop = MAIN_PATH_END.search(text)
+    return text[:stop.start()] if stop else text
 
 
 def main_path_words(text: str) -> int:
-    """Words of prose in the main path (code blocks left out)."""
-    start = re.search(r"(?m)^## 1\. ", text).start()
-    stop = re.search(r"(?m)^## (Pitfalls|Reading the code)$", text).start()
-    return len(re.sub(r"(?ms)^```.*?^```", "", text[start:stop]).split())
+    """Words of prose in the main path: fenced and indented code and display
+    maths (``$$ ... $$``) left out."""
+    prose = re.sub(r"(?ms)^```.*?^```", " ", main_path(text))
+    prose = re.sub(r"(?ms)^\$\$.*?^\$\$", " ", prose)
+    prose = re.sub(r"(?m)^(    |\t).*$", " ", prose)
+    return len(prose.split())
+
+
+def main_path_figures(text: str) -> int:
+    """Images ``![alt](figures/...)`` in the main path, outside code blocks."""
+    prose = re.sub(r"(?ms)^```.*?^```", " ", main_path(text))
+    return len(re.findall(r"!\[[^\]]+\]\(figures/[^)]+\)", prose))
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
@@ -123,3 +147,11 @@ def test_main_path_is_short_and_the_closing_sections_are_not_empty(path):
         f"{MAIN_PATH_WORDS}; move an aside into 'Going further'")
     for title in ("Going further", "History"):
         assert len(_section(text, title).split()) >= 20, f"{path.name}: '{title}' is empty"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_main_path_has_three_figures_with_alt_text(path):
+    figures = main_path_figures(path.read_text(encoding="utf-8"))
+    assert figures >= MAIN_PATH_FIGURES, (
+        f"{path.name}: the main path shows {figures} figure(s) with alt text, "
+        f"expected at least {MAIN_PATH_FIGURES}")
