@@ -4,8 +4,9 @@ The skeleton: ``## Objectives``, ``## Prerequisites``, the main path (sections
 numbered ``## 1.``, ``## 2.``, ... in order), ``## Pitfalls``, ``## Exercises``,
 ``## Questions``, ``## Going further``, ``## History``, and optionally
 ``## References`` last.  An optional ``## Reading the code`` (the walk through
-the library's files) stands between ``## Pitfalls`` and ``## Exercises``: the idea
-first, then the code that implements it, then the exercises that change that code.
+the library's files) stands right after the numbered sections, before
+``## Pitfalls``: the idea first, then the code that implements it, then its
+pitfalls and the exercises that change that code.
 The main path, which ends at the first of ``## Reading the code``, ``## Going
 further``, ``## History`` and ``## References``, has at most 3,000 words of prose and
 at least three figures.  The prerequisites are the chapter numbers named in
@@ -77,9 +78,9 @@ def test_chapter_has_the_common_headings_in_order(path):
     if READING in headings:
         at = headings.index(READING)
         assert headings.count(READING) == 1, f"{path.name}: two '{READING}' sections"
-        assert at > 0 and headings[at - 1] == "Pitfalls", (
-            f"{path.name}: '{READING}' follows {headings[at - 1]!r}; it belongs right "
-            f"after 'Pitfalls' (before 'Exercises')")
+        assert headings[at + 1:at + 2] == ["Pitfalls"], (
+            f"{path.name}: '{READING}' comes before {headings[at + 1:at + 2]}; it belongs "
+            f"right after the numbered sections, before 'Pitfalls'")
         del headings[at]
     if headings and headings[-1] == "References":
         headings = headings[:-1]
