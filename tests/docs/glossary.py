@@ -61,8 +61,14 @@ def _clean(word: str) -> str:
 def parse(text: str) -> tuple[list[Entry], list[str]]:
     """The entries of a glossary text, and the problems of lines that look like
     entries but do not follow the format."""
-    entries, problems, section = [], [], None
+    entries, problems, section, fence = [], [], None, None
     for n, line in enumerate(text.splitlines(), start=1):
+        f = _FENCE.match(line)
+        if f and (fence is None or line.strip().startswith(fence)):
+            fence = f.group(1) if fence is None else None
+            continue
+        if fence is not None:           # the format's example, say
+            continue
         heading = GLOSSARY_SECTION.match(line)
         if heading:
             section = heading.group(1)

@@ -108,6 +108,10 @@ def test_the_syllabus_links_to_the_glossary():
 
 GLOSSARY = """# Glossary
 
+```text
+- **term** (also: *alias*) — the format, in a code block: not an entry. [NN §S](NN_x.md#a)
+```
+
 ## 01. First
 
 - **grad mode** (also: *no_grad*) — whether operations record a graph. [01 §2 Grad mode](01_first.md#2-grad-mode)
@@ -208,7 +212,7 @@ def test_checker_reports_broken_links_absent_terms_and_bad_lines(course):
     result = glossary.check(text, course)
     assert any("no heading or <a id> '9-none'" in p for p in result["broken"])
     assert any("'GELU'" in p and "does not appear" in p for p in result["absent"])
-    assert len(result["malformed"]) == 1 and "GLOSSARY.md:14" in result["malformed"][0]
+    assert len(result["malformed"]) == 1 and "GLOSSARY.md:18" in result["malformed"][0]
     # listed under the wrong chapter's section
     moved = GLOSSARY.replace("## 02. Second\n\n- **logits**", "- **logits**")
     assert any("listed under the glossary's section 01" in p
