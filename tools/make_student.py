@@ -107,7 +107,7 @@ def write_student_copy(dest: Path, *, root: Path = ROOT, chapters: str | None = 
             regions_by_file.setdefault(region.path, []).append(region)
 
     def message(ident):
-        later = f" (chapter {exercises.chapter_of(ident)} is not released yet)"
+        later = f" (chapter {exercises.chapter_of(ident):02d} is not released yet)"
         return exercises.stub_message(root, ident) + (later if ident in withheld else "")
 
     counts = {"files": 0, "regions": 0, "notebook_regions": 0, "answer_cells": 0}
@@ -261,7 +261,7 @@ def _student_readme(text: str, blanked: list[str]) -> str:
     for ident in blanked:
         by_chapter.setdefault(exercises.chapter_of(ident), []).append(ident)
     listing = "\n".join(
-        f"* chapter {ch}: " + ", ".join(by_chapter[ch]) for ch in sorted(by_chapter))
+        f"* chapter {ch:02d}: " + ", ".join(by_chapter[ch]) for ch in sorted(by_chapter))
     section = f"""## How to work through the course
 
 This is your copy of minigrad. Its library is complete except for the graded
