@@ -276,7 +276,7 @@ code. Find an exercise with `grep -rn "Exercise 3.2 " minigrad/`.
 
 ```bash
 make test              # every test, then a progress table: passed / not started / failing
-make test CHAPTER=3    # the tests of chapter 3 only
+make test CHAPTER=3    # the tests of chapter 03 only
 make check EX=3.2      # the tests that run exercise 3.2's code, up to its chapter
 make demo              # the verification; it names the exercises it still needs
 ```
@@ -294,7 +294,7 @@ test and its message. `make check EX=N.M` runs the tests of that row (those of
 its chapter and the earlier ones) and shows the full tracebacks.
 
 Work through the chapters in order: later material builds on earlier exercises
-(everything backpropagates through the chapter 1 functions), while the tests of
+(everything backpropagates through the chapter 01 functions), while the tests of
 a chapter never depend on a later one.
 
 The notebooks have "your turn" cells, each a function for you to complete: its
