@@ -11,7 +11,9 @@ still agree.
 Two modes, chosen by the environment variable ``MINIGRAD_RESULTS``:
 
 * ``write`` (``make notebooks`` sets it: tools/execute_notebooks.py): the value
-  is stored in the results file, replacing the old one;
+  is stored in the results file; the first value a process records for a
+  chapter starts the file afresh, so the file holds exactly what the last
+  execution of the notebook recorded;
 * anything else (``make test`` running the notebooks under nbval, Jupyter): the
   value is compared with the committed one and an ``AssertionError`` names the
   key when it moved by more than ``rtol`` (relative) or ``atol``; a value
@@ -33,6 +35,8 @@ __all__ = ["record", "load", "results_dir", "format_value"]
 
 #: Where the results files live in the repository (``notebooks/results/NN.json``).
 RESULTS_FOLDER = ("notebooks", "results")
+#: The chapters this process has written (write mode starts each file afresh).
+_WRITTEN: set = set()
 
 
 def results_dir() -> Path:
@@ -91,6 +95,9 @@ def record(chapter: str, key: str, value, *, rtol: float | None = 1e-3,
     path = _path(chapter)
     stored = load(chapter)
     if os.environ.get("MINIGRAD_RESULTS") == "write":
+        if chapter not in _WRITTEN:       # a fresh run: keys it no longer records go away
+            stored = {}
+            _WRITTEN.add(chapter)
         stored[key] = {"value": float(format_value(value)), "rtol": rtol, "atol": atol}
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(dict(sorted(stored.items())), indent=1) + "\n",

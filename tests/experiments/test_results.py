@@ -11,6 +11,7 @@ from minigrad.experiments import results
 @pytest.fixture
 def folder(tmp_path, monkeypatch):
     monkeypatch.setenv("MINIGRAD_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setattr(results, "_WRITTEN", set())
     return tmp_path
 
 
@@ -43,3 +44,12 @@ def test_bad_keys_and_values_are_refused(folder):
         results.record("07", "peak-mib", 1.0)
     with pytest.raises(ValueError, match="finite"):
         results.record("07", "peak", float("nan"))
+
+
+def test_a_new_execution_starts_the_file_afresh(folder, monkeypatch):
+    monkeypatch.setenv("MINIGRAD_RESULTS", "write")
+    results.record("07", "old_key", 1.0)
+    results.record("07", "kept", 2.0)
+    monkeypatch.setattr(results, "_WRITTEN", set())      # the next kernel process
+    results.record("07", "kept", 2.0)
+    assert set(results.load("07")) == {"kept"}
