@@ -202,23 +202,37 @@ class Binding:
     """A number the prose of ``chapter`` states, and the executed result it must equal.
 
     ``prose``: a regular expression with the group ``n`` (the number) or the
-    groups ``lo`` and ``hi`` (a range the result must lie in); every match in the
-    chapter is checked.  ``result(match)``: the executed value (the match lets
+    groups ``lo`` and ``hi`` (a range the result must lie in), or a tuple of
+    such expressions (alternative wordings); every match in the chapter is
+    checked.  ``result(match)``: the executed value (the match lets
     one binding serve "X MiB at k = 8" for every k).  ``required``: the
     sentence must be found (a binding whose wording may go away entirely, because
     another binding covers the corrected sentence, is not required)."""
 
     id: str
     chapter: str
-    prose: str
+    prose: str | tuple
     result: Callable[[re.Match], float]
     tol: Tol = Tol()
     source: str = ""
     required: bool = True
 
+    @property
+    def patterns(self) -> tuple:
+        """The regular expressions (one, or a tuple of alternative wordings)."""
+        return self.prose if isinstance(self.prose, tuple) else (self.prose,)
+
+    def matches(self, text: str) -> list:
+        """Every match of every pattern, in text order (one per start position)."""
+        found = {}
+        for pattern in self.patterns:
+            for m in re.finditer(pattern, text, re.I):
+                found.setdefault(m.start(), m)
+        return [found[k] for k in sorted(found)]
+
     def problems(self, prose: Prose) -> list[str]:
         where = f"chapters/{prose.path.name}" if prose.path is not None else "<text>"
-        found = list(re.finditer(self.prose, prose.text, re.I))
+        found = self.matches(prose.text)
         if not found:
             if self.required:
                 return [f"{where}: [{self.id}] no sentence matches {self.prose!r}; the "

@@ -82,10 +82,13 @@ BINDINGS = [
               f"notebook 06: mean relative gap at micro-batch {b}")
       for i, b in enumerate((2, 4, 8, 16, 32, 64))],
     # ---- chapter 07: memory and time
-    Binding("07-b-over-a", "07", rf"\bb\b(?: is| was| costs| adds)?(?: about| roughly| only| "
-            rf"around| ≈)? {NW}{PCT} of a\b",
+    Binding("07-b-over-a", "07",
+            (rf"\bb\b(?: is| was| costs| adds)?(?: about| roughly| only| around| ≈)? "
+             rf"{NW}{PCT} of (?:the )?(?:[\w-]+ )?a\b",
+             rf"\bb ?/ ?a\)?(?: is| =| ≈| of)?(?: about| roughly| only)? {NW}{PCT}"),
             _07_b_over_a, TIMING, "notebook 07's fit a + b·k: 100·b/a"),
-    Binding("07-resident", "07", rf"\bresident(?: total| memory| part)?(?: of| is)? {N} MiB",
+    Binding("07-resident", "07",
+            rf"\bresident(?: total| memory| part| bytes)?(?: of| is|,)? \(?{N} MiB",
             lambda m: printed("07", r"resident total:\s+\d+ bytes = ([\d.]+) MiB"), SHOWN,
             "notebook 07: resident total (parameters, gradients, Adam's moments)",
             required=False),
@@ -164,7 +167,8 @@ BINDINGS = [
             lambda m: recorded("12", "adapter_params_millions"), SHOWN,
             "notebook 12: rank-16 adapter parameters (millions)"),
     Binding("12-adapter-bytes", "12",
-            rf"adapters[^.]{{0,60}}?{N} GB of values?, gradients? and (?:optimizer )?state",
+            (rf"adapters[^.]{{0,60}}?{N} GB of values?, gradients? and (?:optimizer )?state",
+             rf"adapters? (?:hold|take|need|cost|keep)s? (?:about |only )?{N} GB"),
             lambda m: recorded("12", "adapter_gb"), SHOWN,
             "notebook 12: the adapters' value, gradient and state (plan − 4-bit base)"),
     Binding("12-total-4bit", "12", rf"checkpointing: {N} GB",
@@ -230,7 +234,7 @@ def test_every_bound_sentence_is_found():
                     if "no sentence matches" in p]
     # The encode speedup may be stated as one ratio or as a measured range.
     group = [BY_ID["08-encode-speedup"], BY_ID["08-encode-speedup-range"]]
-    if not any(re.search(b.prose, _prose("08").text, re.I) for b in group):
+    if not any(b.matches(_prose("08").text) for b in group):
         missing.append("chapters/08: neither binding of the encode speedup finds its sentence "
                        f"({group[0].prose!r}, {group[1].prose!r})")
     assert not missing, "\n".join(missing)
@@ -318,7 +322,9 @@ KNOWN_ERRORS = {
         "Notebook 07 fits this\nline on a small CPU MLP; there b is about one percent of a, so "
         "k = 8 costs\nlittle",
         ["there b is about 2.6 % of a, so k = 8 costs little",
-         "the fit gives b is 2.6 percent of a"]),
+         "the fit gives b is 2.6 percent of a",
+         "the per-pass overhead b is 2.6 % of the arithmetic a",
+         "the fit gives a = 7.2 ms and b = 0.19 ms (b/a ≈ 2.6 %)"]),
     "07-resident": (
         "temporaries of backward and of Adam's step. With the resident 1.4 MiB the\n"
         "**total peak** is 11.5 MiB.",
@@ -328,6 +334,7 @@ KNOWN_ERRORS = {
         "bits (6.5 GB) or 8 bits (13 GB) with rank-16 adapters (26 M parameters,\n"
         "0.3 GB of value, gradient and state), micro-batch 1",
         ["with rank-16 adapters (26 M parameters, 0.4 GB of value, gradient and state)",
+         "the adapters hold 0.4 GB with their gradients and Adam's moments",
          "rank-16 adapters (26 M parameters, 0.41 GB of values, gradients and optimizer "
          "state)"]),
     "08-encode-speedup": (
