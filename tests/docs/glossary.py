@@ -27,10 +27,11 @@ from .markdown import anchors, github_slug
 ENTRY = re.compile(
     r"^- \*\*(?P<term>[^*]+?)\*\*"
     r"(?: \(also: (?P<aliases>[^)]*)\))?"
-    r"\s+—\s+(?P<definition>.+?)\s*"
+    r"\s*—\s*(?P<definition>.+?)\s*"
     r"\[(?P<label>[^\]]+)\]\((?P<file>[^)#\s]+)#(?P<anchor>[^)\s]+)\)\s*$")
 GLOSSARY_SECTION = re.compile(r"^## (\d\d)\. ")
-POINTER = re.compile(r"\s*\(defined in chapter (\d\d)(?: §\d+)?\)")
+# the pointer may follow closing markup: `no_grad` (...), **term** (...), [term](x.md) (...)
+POINTER = re.compile(r"[`*_\]]*\s*\(defined in chapter (\d\d)(?: §\d+)?\)")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 

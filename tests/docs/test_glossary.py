@@ -198,6 +198,12 @@ def test_checker_accepts_the_pointer_and_ignores_code_and_objectives(course):
         "Kahan\nsummation, wrapped", "a careful sum, wrapped")
     (course / "01_first.md").write_text(text)
     assert glossary.check(GLOSSARY, course)["early"] == []
+    # after inline code or a link, the pointer still counts
+    (course / "01_first.md").write_text(text.replace(
+        "The model's logits (defined in chapter 02)",
+        "The model's `logits` (defined in chapter 02) and [logits](02_second.md#1-scores) "
+        "(defined in chapter 02 §1)"))
+    assert glossary.check(GLOSSARY, course)["early"] == []
     # a pointer naming the wrong chapter is not accepted
     (course / "01_first.md").write_text(text.replace("(defined in chapter 02)",
                                                      "(defined in chapter 03)"))
