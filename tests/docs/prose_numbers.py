@@ -17,7 +17,6 @@ so a phrase may wrap.  Plain functions on strings; the table of bindings is in
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -272,7 +271,3 @@ class Binding:
 def check_text(binding: Binding, markdown: str) -> list[str]:
     """The binding's problems on a chapter text given as a string."""
     return binding.problems(prose_of(markdown))
-
-
-def is_finite(x) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)
