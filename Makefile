@@ -62,9 +62,10 @@ check: venv
 # The student copy: DEST (default build/student); CHAPTERS=1-3 releases those
 # chapters' exercises (later chapters' answers are blanked too); FORCE=1 replaces
 # a copy that holds no work; UPDATE=1 brings this release into a copy with
-# answers, keeping them (chapters/TEACHING.md).
+# answers, keeping them (chapters/TEACHING.md). The copy has the hints to the
+# chapter questions (chapters/hints/); ANSWERS=1 keeps their answers too.
 student: venv
-	$(PY) tools/make_student.py $(if $(DEST),--dest $(DEST)) $(if $(CHAPTERS),--chapters $(CHAPTERS)) $(if $(FORCE),--force) $(if $(UPDATE),--update)
+	$(PY) tools/make_student.py $(if $(DEST),--dest $(DEST)) $(if $(CHAPTERS),--chapters $(CHAPTERS)) $(if $(FORCE),--force) $(if $(UPDATE),--update) $(if $(ANSWERS),--answers)
 
 # Grade a class: SUBMISSIONS=dir/ (a student copy or a .bundle per student)
 # against RELEASE (default build/student); JOBS at once; OUT (build/grades);

@@ -35,6 +35,7 @@ PATHS = {
     "tests/optim/test_accumulation_device.py": 4,
     "tests/experiments/": 4,
     "tests/experiments/test_sampling.py": 8,
+    "tests/experiments/test_results.py": 0,   # the results files of the notebooks
     "tests/test_checkpoint.py": 7,
     "tests/test_memory.py": 7,
     "tests/exercises/test_ch01.py": 1,

@@ -15,6 +15,10 @@ machinery (nbconvert's ExecutePreprocessor) and
 * runs the kernel with this interpreter (the venv's), whatever kernelspec
   named "python3" a user has installed elsewhere.
 
+The kernel runs with ``MINIGRAD_RESULTS=write``: the numbers a notebook records
+(``minigrad.experiments.results.record``) are written to
+``notebooks/results/NN.json`` in the same run that saves its outputs.
+
 Outputs themselves stay as the notebook computes them: printed numbers must
 be deterministic (seeded, rounded) for the file to be stable.
 
@@ -102,6 +106,8 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=int, default=600,
                         help="seconds allowed per cell (default: 600)")
     args = parser.parse_args(argv)
+    import os
+    os.environ.setdefault("MINIGRAD_RESULTS", "write")    # the kernels inherit it
     for path in args.notebooks:
         changed = execute(path, args.timeout)
         print(f"{path}: {'rewritten' if changed else 'unchanged'}", flush=True)

@@ -2,7 +2,9 @@
 
 The copy holds every file of the reference that git tracks (or would track: new
 files not ignored), without the git history and without the answer keys
-(``chapters/answers/``).  In the selected chapters every solution region of the
+(``chapters/answers/``) unless ``--answers`` (``ANSWERS=1``) keeps them; the hints
+to the chapter questions go into ``chapters/hints/NN.md`` either way
+(tools/hints.py), and the chapters' links to the answers point at the hints.  In the selected chapters every solution region of the
 library becomes ``raise NotImplementedError("Exercise N.M — ...")`` and every
 notebook's "your turn" regions (function bodies) become
 ``raise NotImplementedError("Your turn nbNN.M: ...")`` and its ``answer``
@@ -38,7 +40,7 @@ if __package__ in (None, ""):                       # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "tools"
 
-from tools import exercises, redact, solutions  # noqa: E402
+from tools import exercises, hints, redact, solutions  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EXCLUDED_PREFIXES = ("chapters/answers/",)
@@ -65,7 +67,7 @@ def _notebook_chapter(path: str) -> int | None:
 
 def write_student_copy(dest: Path, *, root: Path = ROOT, chapters: str | None = None,
                        only: list[str] | None = None, force: bool = False,
-                       git: bool = True, link: bool = False) -> dict:
+                       git: bool = True, link: bool = False, answers: bool = False) -> dict:
     """Write the student copy into ``dest``; return a summary dict.
 
     Args:
@@ -76,6 +78,8 @@ def write_student_copy(dest: Path, *, root: Path = ROOT, chapters: str | None = 
         git: make the copy a fresh git repository with one commit.
         link: hard-link the unchanged files instead of copying them (fast, for
             throw-away copies only: editing a linked file edits the reference).
+        answers: keep the reference answers to the chapter questions
+            (``chapters/answers/``); without it the copy has only their hints.
 
     Raises:
         SystemExit: ``dest`` exists (without ``force``) or lies inside the
@@ -103,12 +107,13 @@ def write_student_copy(dest: Path, *, root: Path = ROOT, chapters: str | None = 
             regions_by_file.setdefault(region.path, []).append(region)
 
     def message(ident):
-        later = f" (chapter {exercises.chapter_of(ident)} is not released yet)"
+        later = f" (chapter {exercises.chapter_of(ident):02d} is not released yet)"
         return exercises.stub_message(root, ident) + (later if ident in withheld else "")
 
     counts = {"files": 0, "regions": 0, "notebook_regions": 0, "answer_cells": 0}
     for rel in tracked_files(root):
-        if rel.startswith(EXCLUDED_PREFIXES) or rel == STUDENT_FILE:
+        if (rel.startswith(EXCLUDED_PREFIXES) and not answers) or rel == STUDENT_FILE \
+                or rel.startswith(hints.HINTS_DIR + "/"):
             continue
         src, out = root / rel, dest / rel
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -133,10 +138,11 @@ def write_student_copy(dest: Path, *, root: Path = ROOT, chapters: str | None = 
                            encoding="utf-8")
         else:
             _copy(src, out, link)
-    counts["redacted_blocks"] = len(redact.redact(root, dest, blanked))
+    counts["hint_pages"] = len(hints.write_hints(root, dest, answers=answers))
+    counts["redacted_blocks"] = len(redact.redact(root, dest, blanked, answers=answers))
     summary = {"blanked": blanked,
                "titles": {i: exercises.EXERCISES.get(i, "") for i in blanked},
-               "chapters": chapters or "all", **counts}
+               "chapters": chapters or "all", "answers": answers, **counts}
     summary.update(released=released, withheld=withheld,
                    test_chapters=_test_chapters(released, only))
     (dest / STUDENT_FILE).write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n",
@@ -255,7 +261,7 @@ def _student_readme(text: str, blanked: list[str]) -> str:
     for ident in blanked:
         by_chapter.setdefault(exercises.chapter_of(ident), []).append(ident)
     listing = "\n".join(
-        f"* chapter {ch}: " + ", ".join(by_chapter[ch]) for ch in sorted(by_chapter))
+        f"* chapter {ch:02d}: " + ", ".join(by_chapter[ch]) for ch in sorted(by_chapter))
     section = f"""## How to work through the course
 
 This is your copy of minigrad. Its library is complete except for the graded
@@ -270,7 +276,7 @@ code. Find an exercise with `grep -rn "Exercise 3.2 " minigrad/`.
 
 ```bash
 make test              # every test, then a progress table: passed / not started / failing
-make test CHAPTER=3    # the tests of chapter 3 only
+make test CHAPTER=3    # the tests of chapter 03 only
 make check EX=3.2      # the tests that run exercise 3.2's code, up to its chapter
 make demo              # the verification; it names the exercises it still needs
 ```
@@ -288,7 +294,7 @@ test and its message. `make check EX=N.M` runs the tests of that row (those of
 its chapter and the earlier ones) and shows the full tracebacks.
 
 Work through the chapters in order: later material builds on earlier exercises
-(everything backpropagates through the chapter 1 functions), while the tests of
+(everything backpropagates through the chapter 01 functions), while the tests of
 a chapter never depend on a later one.
 
 The notebooks have "your turn" cells, each a function for you to complete: its
@@ -325,6 +331,9 @@ def main(argv=None) -> int:
     parser.add_argument("--update", action="store_true",
                         help="bring this release into the existing copy DEST, keeping "
                              "the student's answers (tools/update_student.py)")
+    parser.add_argument("--answers", action="store_true",
+                        help="keep the reference answers to the chapter questions "
+                             "(chapters/answers/); without it the copy has their hints only")
     parser.add_argument("--no-git", action="store_true", help="do not git-init the copy")
     parser.add_argument("--link", action="store_true",
                         help="hard-link unchanged files (throw-away copies only)")
@@ -332,17 +341,21 @@ def main(argv=None) -> int:
     only = [i.strip() for i in args.only.split(",")] if args.only else None
     if args.update:
         from tools import update_student  # noqa: PLC0415
-        report = update_student.update(Path(args.dest), root=ROOT, chapters=args.chapters)
+        report = update_student.update(Path(args.dest), root=ROOT, chapters=args.chapters,
+                                       answers=True if args.answers else None)
         print(report.text())
         return 1 if report.conflicts else 0
     summary = write_student_copy(Path(args.dest), chapters=args.chapters, only=only,
-                                 force=args.force, git=not args.no_git, link=args.link)
+                                 force=args.force, git=not args.no_git, link=args.link,
+                                 answers=args.answers)
     print(f"make student: wrote {args.dest}: {summary['files']} files, "
           f"{len(summary['blanked'])} exercises blanked ({summary['regions']} regions; "
           f"{len(summary['released'])} released, {len(summary['withheld'])} withheld "
           "until their chapter is released), "
           f"{summary['notebook_regions']} notebook regions, {summary['answer_cells']} "
-          f"answer cells; no answer keys, no history of the reference")
+          f"answer cells, {summary['hint_pages']} pages of hints; "
+          + ("with the answers to the questions" if args.answers else "no answer keys")
+          + ", no history of the reference")
     return 0
 
 

@@ -110,8 +110,9 @@ def quote_spans(snippet: str, source: str) -> list[tuple[int, int]]:
 class Redactor:
     """Rewrites the texts of a student copy in which ``blanked`` are exercises."""
 
-    def __init__(self, root: Path, blanked):
+    def __init__(self, root: Path, blanked, *, answers: bool = False):
         self.root = Path(root)
+        self.answers = answers      # the copy keeps chapters/answers/: links stay
         self.blanked = set(blanked)
         self.by_id = solutions.collect(self.root)
         self.secret = secret_lines(self.root, self.blanked)
@@ -171,8 +172,11 @@ class Redactor:
     # -- markdown
     def markdown(self, text: str, document: str) -> str:
         """``text`` with every fenced block that shows a blanked region replaced,
-        and the links to the answers to the questions (not in the copy) made text."""
-        text = ANSWER_LINK_RE.sub(_answers_with_the_teacher, REFERENCE_ONLY_RE.sub("", text))
+        and the links to the answers to the questions (not in the copy, unless it
+        was written with the answers) made text and a link to their hints."""
+        text = REFERENCE_ONLY_RE.sub("", text)
+        if not self.answers:
+            text = ANSWER_LINK_RE.sub(_answers_with_the_teacher, text)
         lines = text.splitlines(keepends=True)
         out, i = [], 0
         while i < len(lines):
@@ -213,10 +217,15 @@ class Redactor:
 
 
 def _answers_with_the_teacher(match) -> str:
-    """``[the answers](answers/01.md)`` -> ``the answers (with your teacher)``."""
+    """``[the answers](answers/01.md)`` -> ``the answers (with your teacher: ...;
+    [the hints](hints/01.md) are here)``: the copy has the hints (tools/hints.py)."""
     text = match.group("text")
-    shown = f"`{text}`" if text == match.group("target") else text
-    return f"{shown} (with your teacher: the student copy leaves them out)"
+    target = match.group("target")
+    shown = f"`{text}`" if text == target else text
+    head, _, tail = target.rpartition("answers/")
+    hints = f"{head}hints/{tail}"
+    return (f"{shown} (with your teacher: the student copy leaves them out; "
+            f"[the hints]({hints}) are here)")
 
 
 def _relative(target: str, start: str) -> str:
@@ -235,11 +244,13 @@ def documents(root: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in found if p.is_file())
 
 
-def redact(root: Path, dest: Path, blanked) -> list[tuple[str, int, list[str]]]:
+def redact(root: Path, dest: Path, blanked, *,
+           answers: bool = False) -> list[tuple[str, int, list[str]]]:
     """Rewrite, in the copy at ``dest``, every document that shows code of a
     ``blanked`` exercise; return (document, line, exercise ids) of each block
-    replaced.  ``root`` is the reference (its library still has the regions)."""
-    redactor = Redactor(root, blanked)
+    replaced.  ``root`` is the reference (its library still has the regions);
+    ``answers``: the copy keeps the answers to the questions (links to them stay)."""
+    redactor = Redactor(root, blanked, answers=answers)
     dest = Path(dest)
     for rel in documents(dest):
         path = dest / rel

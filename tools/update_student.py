@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import datetime
+import json
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -179,8 +180,9 @@ def _key(ident):
 
 # ----------------------------------------------------------------- the update
 
-def update(dest, *, root, chapters=None, now=None) -> Report:
-    """Bring the release of the reference at ``root`` into the copy ``dest``."""
+def update(dest, *, root, chapters=None, now=None, answers=None) -> Report:
+    """Bring the release of the reference at ``root`` into the copy ``dest``
+    (``answers``: keep the answers to the questions; None: as the copy had them)."""
     from tools.make_student import write_student_copy  # noqa: PLC0415
     dest = Path(dest).resolve()
     if not dest.is_dir():
@@ -195,7 +197,7 @@ def update(dest, *, root, chapters=None, now=None) -> Report:
     with tempfile.TemporaryDirectory(prefix="minigrad-release-") as tmp:
         fresh = Path(tmp) / "copy"
         write_student_copy(fresh, root=root, chapters=chapters or _old_chapters(old),
-                           git=False)
+                           git=False, answers=_old_answers(dest) if answers is None else answers)
         new = release.read_manifest(fresh)
         report.version = new["version"]
         answers = extract(dest, old)
@@ -206,6 +208,15 @@ def update(dest, *, root, chapters=None, now=None) -> Report:
     if report.backup.exists():
         (report.backup / "report.txt").write_text(report.text() + "\n", encoding="utf-8")
     return report
+
+
+def _old_answers(dest) -> bool:
+    """Whether the copy was written with the answers to the questions (ANSWERS=1)."""
+    try:
+        return bool(json.loads((Path(dest) / "student.json").read_text(encoding="utf-8"))
+                    .get("answers", False))
+    except (OSError, ValueError):
+        return False
 
 
 def _old_chapters(manifest):

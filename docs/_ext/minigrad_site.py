@@ -7,8 +7,9 @@
   public objects and one section per public submodule, so the reference follows
   the package as it grows.
 * ``source-read`` appends a hidden, globbed table of contents to the syllabus
-  (the root document) in memory, so every chapter, answer and notebook that
-  exists is in the navigation without editing the course files.
+  (the root document) in memory, so every chapter, the glossary, the hints (in
+  a student copy), every answer and notebook that exists is in the navigation
+  without editing the course files.
 * ``source-read`` also turns a Markdown link to a course folder into a link to
   that folder's listing page (``docs/notebooks.md``).
 * ``autodoc-process-docstring`` lets docstrings written as plain text for
@@ -52,6 +53,21 @@ TOCTREE = """
 :caption: Notebooks
 
 /docs/notebooks
+```
+
+```{toctree}
+:hidden:
+:caption: Glossary
+
+/chapters/GLOSSARY
+```
+
+```{toctree}
+:hidden:
+:caption: Hints
+:glob:
+
+/chapters/hints/*
 ```
 
 ```{toctree}

@@ -56,7 +56,7 @@ def test_chapters_1_to_3_hand_out_no_later_solution_and_a_manifest(tmp_path):
             assert not secret & handed_out, f"{ident}: a line of its answer is in the copy"
             stub = f'raise NotImplementedError("Exercise {ident} — '
             assert stub in (dest / region.path).read_text(encoding="utf-8")
-    assert '(chapter 4 is not released yet)' in (dest / "minigrad" / "optim" /
+    assert '(chapter 04 is not released yet)' in (dest / "minigrad" / "optim" /
                                                  "accumulation.py").read_text(encoding="utf-8")
     info = json.loads((dest / STUDENT_FILE).read_text(encoding="utf-8"))
     assert info["test_chapters"] == "0-3"
@@ -141,8 +141,8 @@ def test_update_keeps_the_answers_and_reports_conflicts(tmp_path):
     sgd = (copy / "minigrad/optim/sgd.py").read_text(encoding="utf-8")
     assert "Exercise 3.1 — " not in sgd, "sgd.py unchanged by the release: the answer stays"
     accumulation = (copy / "minigrad/optim/accumulation.py").read_text(encoding="utf-8")
-    assert "chapter 4 is not released yet" not in accumulation
-    assert "Exercise 4.3 — " in accumulation and "chapter 5 is not released yet" in accumulation
+    assert "chapter 04 is not released yet" not in accumulation
+    assert "Exercise 4.3 — " in accumulation and "chapter 05 is not released yet" in accumulation
     backup = report.backup / "files" / "minigrad/functions/elementwise.py"
     assert exp_answer.strip() in backup.read_text(encoding="utf-8"), "1.4's answer is kept"
     assert (report.backup / "report.txt").is_file()
