@@ -7,8 +7,9 @@ An entry is one line of the glossary::
 listed under the glossary's section ``## NN. ...`` of the chapter that defines
 it.  A term is *used* wherever the term or an alias appears in a chapter:
 case-insensitive, as a whole word, with an optional plural ``s``/``es``, in prose
-and in inline code, but not in fenced code blocks, not in the ``## Objectives``
-section, not in link targets and HTML tags.  Reading the chapters in course
+and in inline code, but not in fenced code blocks, not in the chapter's title
+(its ``# `` heading, which names the chapter's subject), not in the
+``## Objectives`` section, not in link targets and HTML tags.  Reading the chapters in course
 order (``chapters/[0-9][0-9]_*.md``: 01, 02, ...), a use before the start of
 the term's defining section is an error, unless it is followed right away by
 the pointer "(defined in chapter NN)" (NN its chapter; "§K" may follow).
@@ -153,8 +154,10 @@ def section_span(markdown: str, anchor: str) -> tuple[int, int, str] | None:
 
 def visible_text(markdown: str) -> str:
     """The text in which uses count, line structure kept: fenced code blocks,
-    the ``## Objectives`` section, link targets and HTML tags blanked."""
-    out, fence, objectives = [], None, False
+    the chapter's title (its first ``# `` heading: it names the subject the
+    chapter defines), the ``## Objectives`` section, link targets and HTML tags
+    blanked."""
+    out, fence, objectives, titled = [], None, False, False
     for line in markdown.splitlines():
         f = _FENCE.match(line)
         if fence is not None:
@@ -164,6 +167,10 @@ def visible_text(markdown: str) -> str:
             continue
         if f:
             fence = f.group(1)
+            out.append("")
+            continue
+        if line.startswith("# ") and not titled:
+            titled = True
             out.append("")
             continue
         if line.startswith("## "):

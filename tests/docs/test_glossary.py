@@ -5,7 +5,8 @@
 * each entry's link names an existing chapter and a heading (or ``<a id>``) in it,
   and the term or an alias appears in that section;
 * no term or alias is used before its defining section (course order 01, 02, ...;
-  not counting fenced code, the ``## Objectives`` list, link targets), unless
+  not counting fenced code, the chapter's ``# `` title, which names its subject,
+  the ``## Objectives`` list, link targets), unless
   followed by "(defined in chapter NN)";
 * the terms the course must define are there;
 * the syllabus (chapters/README.md) links to the glossary.
@@ -122,7 +123,7 @@ GLOSSARY = """# Glossary
 - **Kahan summation** — addition that carries its rounding error. [02 §2 Kahan](02_second.md#kahan)
 """
 
-FIRST = """# 01. First
+FIRST = """# 01. First: grad mode and logits
 
 ## Objectives
 
@@ -185,7 +186,8 @@ def test_checker_catches_a_use_before_the_definition(course):
     early = glossary.check(GLOSSARY, course)["early"]
     # `no_grad` (an alias) in 01 §1, before grad mode's §2; Kahan summation in 01 §3
     # (across a line break).  Not: the Objectives, the code block, the pointed-at
-    # logits, anything in §2 and after for grad mode, the link target in 02.
+    # logits, anything in §2 and after for grad mode, the link target in 02, the
+    # chapter's title (it names grad mode and logits, both defined later).
     assert len(early) == 2, early
     assert early[0].startswith("01_first.md:9: 'no_grad' (grad mode) is used before it is "
                                "defined in 01_first.md:16")
