@@ -75,8 +75,9 @@ grade: venv
 	$(if $(SUBMISSIONS),,$(error make grade needs SUBMISSIONS=folder/ with one student copy or .bundle per student))
 	$(PY) tools/grade.py --submissions $(SUBMISSIONS) $(if $(RELEASE),--release $(RELEASE)) $(if $(JOBS),--jobs $(JOBS)) $(if $(OUT),--out $(OUT)) $(if $(LIMIT),--limit $(LIMIT)) $(if $(EX),--exercises $(EX)) $(if $(MODE),--mode $(MODE))
 
-# The chapters' figures, drawn by code: tools/make_figures.py (chapters 01-03),
-# tools/make_chapter_figures.py (04-09) and tools/figures/chNN.py.
+# The chapters' figures, drawn by code: tools/make_figures.py (figures of
+# chapters 01-03), tools/make_chapter_figures.py (one figure each of 04-06) and
+# tools/figures/chNN.py (the others, every chapter; `python -m tools.figures NN`).
 figures: venv
 	$(PY) tools/make_figures.py
 	$(PY) tools/make_chapter_figures.py

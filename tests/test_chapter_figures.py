@@ -1,4 +1,6 @@
-"""tools/make_chapter_figures.py: the chapters' figures are drawn from numbers it computes."""
+"""The chapters' figures are drawn from numbers the code computes:
+tools/make_chapter_figures.py (one figure each of chapters 04-06) and the
+counts of chapter 07's checkpointing figures (tools/figures/ch07.py)."""
 from __future__ import annotations
 
 import importlib.util
@@ -8,6 +10,7 @@ import numpy as np
 import pytest
 
 import minigrad
+from tools.figures.ch07 import checkpoint_counts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,7 +53,7 @@ def _two_array_block(t):
 
 @pytest.mark.parametrize("segments", [1, 2, 3, 4, 8])
 @pytest.mark.parametrize("block, per_layer", [(_one_array_block, 1), (_two_array_block, 2)])
-def test_checkpoint_counts_match_the_graph(figures, segments, block, per_layer):
+def test_checkpoint_counts_match_the_graph(segments, block, per_layer):
     calls = [0] * 8
 
     def layer(i):
@@ -62,19 +65,19 @@ def test_checkpoint_counts_match_the_graph(figures, segments, block, per_layer):
     x = minigrad.tensor(np.linspace(-1, 1, 6).reshape(2, 3), dtype=np.float64,
                         requires_grad=True)
     out = minigrad.checkpoint_sequential([layer(i) for i in range(8)], segments, x)
-    stored, recomputed = figures.checkpoint_counts(8, segments, per_layer=per_layer)
+    stored, recomputed = checkpoint_counts(8, segments, per_layer=per_layer)
     assert _stored_arrays(out, (2, 3), x.data) == stored
     out.sum().backward()
     assert sum(calls) - 8 == recomputed
 
 
-def test_the_chapter_07_numbers(figures):
-    assert figures.checkpoint_counts(16, 4) == (7, 12)
-    assert figures.checkpoint_counts(16, 2) == (9, 8)
-    assert figures.checkpoint_counts(16, 8) == (9, 14)
-    assert figures.checkpoint_counts(16, 4, per_layer=2) == (11, 12)
-    assert figures.checkpoint_counts(16, 8, per_layer=2) == (11, 14)
-    assert figures.checkpoint_counts(4, 2) == (3, 2)
+def test_the_chapter_07_numbers():
+    assert checkpoint_counts(16, 4) == (7, 12)
+    assert checkpoint_counts(16, 2) == (9, 8)
+    assert checkpoint_counts(16, 8) == (9, 14)
+    assert checkpoint_counts(16, 4, per_layer=2) == (11, 12)
+    assert checkpoint_counts(16, 8, per_layer=2) == (11, 14)
+    assert checkpoint_counts(4, 2) == (3, 2)
 
 
 def test_main_draws_the_chosen_figures(figures, tmp_path, monkeypatch, capsys):

@@ -1,10 +1,14 @@
-"""Draw the figures of chapters 04-09 into chapters/figures/ (PNG).
+"""Draw one figure each of chapters 04-06 into chapters/figures/ (PNG): the
+running sum of a window (04_window.png), the per-token weights
+(05_token_weights.png) and the ghost batches (06_ghost_batches.png).  The
+chapters' other figures, and all of chapters 07-13, are drawn by
+tools/figures/chNN.py (``python -m tools.figures``).
 
 Every number drawn is computed here, from the chapters' worked examples or
 with minigrad itself, so a figure never disagrees with its text.
 
     .venv/bin/python tools/make_chapter_figures.py            # all figures
-    .venv/bin/python tools/make_chapter_figures.py 06 07      # some chapters
+    .venv/bin/python tools/make_chapter_figures.py 05 06      # some chapters
 """
 from __future__ import annotations
 
@@ -89,76 +93,7 @@ def figure_06() -> Path:
     return _save(fig, "06_ghost_batches.png")
 
 
-def checkpoint_counts(layers: int, segments: int, per_layer: int = 1) -> tuple[int, int]:
-    """(stored arrays at the end of forward, layer forwards run twice) of
-    checkpoint_sequential on a chain of ``layers`` layers that keep
-    ``per_layer`` arrays each, in ``segments`` parts of ``layers // segments``
-    (the last part takes the remainder and is not checkpointed): chapter 07's
-    ``stored(s) = (s - 1) + c * L / s``."""
-    size = layers // segments
-    last = layers - size * (segments - 1)
-    stored = (segments - 1) + per_layer * last     # boundaries + the plain last segment
-    recompute = size * (segments - 1)              # every checkpointed layer runs twice
-    return stored, recompute
-
-
-def figure_07() -> Path:
-    """16 blocks of one array (Linear -> Tanh) and of two: stored arrays and recompute vs segments."""
-    layers = 16
-    segments = [1, 2, 4, 8, 16]
-    one = [checkpoint_counts(layers, s, per_layer=1) for s in segments]
-    two = [checkpoint_counts(layers, s, per_layer=2) for s in segments]
-    fig, ax = plt.subplots(figsize=(6.0, 3.2))
-    ax.plot(segments, [c[0] for c in one], "o-", label="arrays stored, 1 per block (Linear → Tanh)")
-    ax.plot(segments, [c[0] for c in two], "^:", label="arrays stored, 2 per block")
-    ax.plot(segments, [c[1] for c in one], "s--", label="blocks run twice")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(segments, [str(s) for s in segments])
-    ax.set_xlabel("segments")
-    ax.set_ylabel("count")
-    ax.legend(fontsize=8)
-    ax.set_title("checkpoint_sequential, 16 blocks: fewest stored near √(cL) segments")
-    return _save(fig, "07_checkpoint_counts.png")
-
-
-def figure_08() -> Path:
-    """Tokens per micro-batch in one 8 x 16 window of the bundled Shakespeare."""
-    from minigrad.experiments.char_lm import lm_windows, shakespeare_ids
-    _, ids = shakespeare_ids()
-    (_, micro), = lm_windows(ids, micro_batches=8, sequences_per_micro=16, updates=1, seed=0)
-    counts = [int((target != -100).sum()) for _, target in micro]
-    fig, ax = plt.subplots(figsize=(6.0, 3.2))
-    ax.bar(range(1, 9), counts, color="tab:blue")
-    ax.axhline(np.mean(counts), color="tab:orange", linestyle="--",
-               label=f"mean {np.mean(counts):.0f} tokens")
-    ax.set_xlabel("micro-batch of 16 sequences")
-    ax.set_ylabel("real (non-padding) tokens")
-    ax.set_title(f"One window of 8 x 16 sequences: {sum(counts)} tokens")
-    ax.legend(fontsize=8)
-    return _save(fig, "08_tokens_per_micro_batch.png")
-
-
-def figure_09() -> Path:
-    """float32 sums of the same 4096 numbers in 200 random orders."""
-    rng = np.random.default_rng(0)
-    values = rng.standard_normal(4096).astype(np.float32)
-    exact = float(np.sum(values.astype(np.float64)))
-    sums = []
-    for _ in range(200):
-        total = np.float32(0)
-        for v in values[rng.permutation(len(values))]:
-            total = np.float32(total + v)
-        sums.append(float(total) - exact)
-    fig, ax = plt.subplots(figsize=(6.0, 3.2))
-    ax.hist(sums, bins=30, color="tab:blue")
-    ax.set_xlabel("float32 sum − exact sum")
-    ax.set_ylabel("orders")
-    ax.set_title("One set of numbers, 200 summation orders (atomic adds on a GPU)")
-    return _save(fig, "09_summation_orders.png")
-
-
-FIGURES_BY_CHAPTER = {"04": figure_04, "05": figure_05, "06": figure_06, "07": figure_07,
-                      "08": figure_08, "09": figure_09}
+FIGURES_BY_CHAPTER = {"04": figure_04, "05": figure_05, "06": figure_06}
 
 
 def main(argv: list[str]) -> int:
