@@ -70,7 +70,11 @@ def quantized_bytes_per(frozen_dtype: str, row_length: int | None = None) -> flo
         raise ValueError(f"plan: a quantized frozen_dtype is one of {', '.join(QUANTIZED)}, "
                          f"got {frozen_dtype!r}")
     if frozen_dtype == "int8-rowwise":
-        return 1 + 4 / _count(row_length, "row_length (for int8-rowwise)")
+        if isinstance(row_length, bool) or not isinstance(
+                row_length, (int, float, np.integer, np.floating)) or not row_length >= 1:
+            raise ValueError(f"plan: int8-rowwise needs row_length >= 1 (numbers per row, "
+                             f"or their mean over the layers), got {row_length!r}")
+        return 1 + 4 / row_length
     return QUANTIZED[frozen_dtype]
 OPTIMIZER_STATES = {"sgd": 0, "sgd-momentum": 1, "adam": 2, "adamw": 2}
 
@@ -246,7 +250,8 @@ def plan(params, *, trainable=None, param_dtype="float32", grad_dtype=None,
             (``"int8"``) or ``"4bit"`` (``"int4"``) for the codes alone, or,
             with their scales and constants (:func:`quantized_bytes_per`),
             ``"int8-rowwise"``, ``"nf4"``, ``"fp4"``, ``"nf4-dq"``, ``"fp4-dq"``.
-        row_length: numbers per row of the base's weights, for
+        row_length: numbers per row of the base's weights (or their mean,
+            weights / rows, over layers of different shapes), for
             ``"int8-rowwise"`` (one float32 scale per row); default ``width``.
         micro_batch: items (sequences) per forward/backward.
         activation_bytes_per_item: measured activation bytes per item (with
