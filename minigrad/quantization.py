@@ -115,10 +115,12 @@ def nearest_level(x, levels):
     of the nearest level; a value halfway between two levels takes the lower
     one (bitsandbytes' ``dQuantizeNF4`` compares with ``>`` the midpoints)."""
     xp = backend.get_array_module(x)
-    order = np.argsort(levels, kind="stable")
+    order = np.argsort(levels, kind="stable")                # codes by ascending level
+    # BEGIN SOLUTION ch12.4
     ascending = levels[order].astype(np.float64)
     midpoints = xp.asarray((ascending[1:] + ascending[:-1]) / 2)
     rank = xp.searchsorted(midpoints, x, side="left")       # how many midpoints lie below
+    # END SOLUTION
     return xp.asarray(order.astype(np.uint8))[rank]
 
 
