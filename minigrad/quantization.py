@@ -278,8 +278,8 @@ DEQUANTIZE_4BIT = backend.elementwise_kernel(
     "raw uint8 packed, raw S absmax, raw S levels, int64 start, int64 blocksize",
     "T w",
     "const long long j = start + i;"
-    "const unsigned char byte = packed[j >> 1];"
-    "const int code = (j & 1) ? (byte & 15) : (byte >> 4);"
+    "const unsigned char pair = packed[j >> 1];"
+    "const int code = (j & 1) ? (pair & 15) : (pair >> 4);"
     "w = (T)(levels[code] * absmax[j / blocksize]);",
     types={"T": backend.FUSED_DTYPES, "S": _SCALE_DTYPES},
     scalars=("start", "blocksize"))

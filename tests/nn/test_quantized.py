@@ -224,3 +224,29 @@ def test_save_and_load_a_quantized_model_and_an_older_reader_refuses(tmp_path, m
         minigrad.load(path)
     plain = minigrad.save(float_model.state_dict(), tmp_path / "plain")
     assert minigrad.load(plain).keys() == float_model.state_dict().keys()   # still version 1
+
+
+# ------------------------------------------------------------------ on the GPU
+@pytest.mark.parametrize("name", ["int8", "nf4", "nf4-dq"])
+def test_the_gpu_dequantizes_as_the_cpu(device, name):
+    """Quantized on the device, dequantized by the fused kernels: the CPU's numbers."""
+    linear = _linear(_weight((40, 96)))
+    cpu = _layers(linear, chunk_rows=9)[name]
+    here = _layers(linear.to(device), chunk_rows=9)[name]
+    assert here.weight.device == device
+    for key, a in cpu.state_dict().items():
+        b = here.state_dict()[key]
+        assert a.dtype == b.dtype and a.shape == b.shape, key
+        if key == "weight" or a.dtype.kind == "f":       # the codes, and the scales
+            np.testing.assert_allclose(b, a, rtol=1e-6, atol=0, err_msg=key)
+        else:     # double quantization's codes: the GPU's mean may round differently
+            assert np.abs(b.astype(int) - a.astype(int)).max() <= 1, key
+    np.testing.assert_allclose(minigrad.backend.asnumpy(here.dequantize()), cpu.dequantize(),
+                               rtol=1e-5, atol=1e-7)
+    x = np.random.default_rng(3).normal(size=(5, 96)).astype(np.float32)
+    xs = [minigrad.tensor(x, device=d, requires_grad=True) for d in ("cpu", device)]
+    ys = [layer(t) for layer, t in zip((cpu, here), xs)]
+    for y in ys:
+        y.sum().backward()
+    np.testing.assert_allclose(ys[1].numpy(), ys[0].numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(xs[1].grad.numpy(), xs[0].grad.numpy(), rtol=1e-5, atol=1e-6)
