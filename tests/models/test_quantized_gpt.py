@@ -121,3 +121,27 @@ def test_lora_on_a_quantized_base_trains_the_adapters_and_merges_into_a_copy(flo
     np.testing.assert_allclose(model(x).data, y, rtol=1e-10, atol=1e-12)
 
 
+
+
+def test_finetune_command_on_a_quantized_base(tmp_path, capsys):
+    from minigrad.__main__ import main
+    from minigrad.experiments.pretrain import load_gpt
+    out = tmp_path / "gpt.npz"
+    assert main(["pretrain", "--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--steps",
+                 "2", "--batch-size", "2", "--no-progress", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["finetune", "--checkpoint", str(out), "--accumulation-steps", "2",
+                 "--updates", "1", "--lora-rank", "2", "--quantize", "nf4", "--checkpointing",
+                 "--compare-micro-batch", "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "on a frozen nf4 base" in text and "bytes measured" in text
+    b = [line for line in text.splitlines() if line.startswith("base in nf4")][0]
+    assert "0.5625 bytes per quantized weight measured, 0.5625 planned" in b
+    saved = tmp_path / "tuned.npz"
+    assert main(["finetune", "--checkpoint", str(out), "--accumulation-steps", "2",
+                 "--updates", "1", "--quantize", "int8", "--no-progress",
+                 "--out", str(saved)]) == 0
+    state = minigrad.load(saved)
+    assert state["h.0.attn.c_attn.weight"].dtype == np.int8
+    model, _, _ = load_gpt(out)
+    quantize_base(model, "int8").load_state_dict(state)
