@@ -194,7 +194,7 @@ def test_nf4_codes_are_the_nearest_level_of_each_block():
     nearest_level_below = [12, 4, 7, 15, 15, 7, 2, 0]
     assert codes.tolist() != nearest_level_below, \
         "some values were rounded down to the level below them; round to the NEAREST " \
-        "level (compare with the midpoints between neighbouring levels)"
+        "level (compare with the midpoints between neighboring levels)"
     assert codes.tolist() == expected, \
         f"codes {codes.tolist()}, expected {expected}: code k means NF4_LEVELS[k]; each " \
         "value is divided by its block's absmax and rounded to the nearest level " \
