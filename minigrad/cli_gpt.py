@@ -66,6 +66,11 @@ def add_gpt_parsers(commands, number_types, add_device_and_dtype) -> None:
                         "(default: 0, full fine-tuning)")
     f.add_argument("--lora-alpha", type=positive_float, default=None,
                    help="LoRA's alpha (default: 2 * rank)")
+    f.add_argument("--quantize", choices=("int8", "nf4", "nf4-dq"), default=None,
+                   help="store the base's Linear weights frozen in 8 bits (row-wise absmax, "
+                        "LLM.int8()) or 4 bits (NF4, block-wise absmax; nf4-dq: with double "
+                        "quantization, QLoRA) and print their measured bytes beside the "
+                        "planner's; with --lora-rank this is QLoRA")
     f.add_argument("--checkpointing", action="store_true",
                    help="recompute each block's activations in backward (less memory)")
     f.add_argument("--normalization", choices=("tokens", "micro-batch-mean"), default="tokens",
@@ -136,6 +141,8 @@ def run_finetune(args, progress) -> int:
     from .experiments.finetune import finetune  # noqa: PLC0415
     batch = args.micro_batch * args.accumulation_steps
     mode = f"LoRA rank {args.lora_rank}" if args.lora_rank else "full fine-tuning"
+    if args.quantize:
+        mode += f" on a frozen {args.quantize} base"
     print(f"minigrad finetune: {mode}, {args.accumulation_steps} accumulation steps x "
           f"micro-batch {args.micro_batch} = batch {batch} pairs, {args.updates} updates, "
           f"num_items={'completion tokens' if args.normalization == 'tokens' else 'None'}"
@@ -156,9 +163,16 @@ def run_finetune(args, progress) -> int:
                       lora_alpha=args.lora_alpha, checkpointing=args.checkpointing,
                       normalization=args.normalization, seed=args.seed, device=args.device,
                       dtype=np.dtype(args.dtype), compare_micro_batch=args.compare_micro_batch,
-                      checkpoint=args.checkpoint, on_update=on_update)
+                      checkpoint=args.checkpoint, on_update=on_update, quantize=args.quantize)
     if bar is not None:
         bar.close()
+    if args.quantize:
+        b = result["base_bytes"]
+        print(f"base in {args.quantize}: {b['measured']:,} bytes measured, {b['planned']:,.0f} "
+              f"planned; {b['measured_per_weight']:.4f} bytes per quantized weight measured, "
+              f"{b['planned_per_weight']:.4f} planned")
+        print(f"validation loss per completion token of the float base: "
+              f"{result['val_loss_float']:.4f}")
     print(f"trainable parameters: {result['trainable_parameters']:,} of "
           f"{result['parameters']:,}")
     print(f"validation loss per completion token: {result['val_loss_before']:.4f} before, "

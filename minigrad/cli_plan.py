@@ -60,8 +60,12 @@ def add_plan_parser(commands) -> None:
                    help="optimizer whose state is counted (default: adam)")
     p.add_argument("--state-dtype", choices=DTYPES, default="float32",
                    help="dtype of the optimizer state (default: float32)")
-    p.add_argument("--frozen-dtype", choices=DTYPES + ("8bit", "4bit"), default=None,
-                   help="storage of the frozen base (default: --param-dtype)")
+    p.add_argument("--frozen-dtype", choices=DTYPES + ("8bit", "4bit", "int8-rowwise", "nf4",
+                                                      "fp4", "nf4-dq", "fp4-dq"),
+                   default=None,
+                   help="storage of the frozen base (default: --param-dtype); 8bit and 4bit "
+                        "count the codes alone, int8-rowwise, nf4 and nf4-dq also their "
+                        "scales (int8-rowwise: one per row of --width numbers)")
     p.add_argument("--micro-batch", type=_count, default=1, metavar="B",
                    help="items (sequences) per forward/backward (default: 1)")
     p.add_argument("--accumulation-steps", type=_count, default=1, metavar="K",

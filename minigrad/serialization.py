@@ -50,8 +50,8 @@ __all__ = ["CheckpointError", "save", "load", "checkpoint_path"]
 
 _META = "minigrad.json"
 _FORMAT = "minigrad-checkpoint"
-_VERSION = 2                 # 2 added "__lowp__"; files of version 1 read as before
-_READS = (1, 2)
+_VERSION = 3                 # 2 added "__lowp__"; 3 quantized weights (see _uses_quantized)
+_READS = (1, 2, 3)           # files of versions 1 and 2 read as before
 _MARKERS = ("__array__", "__scalar__", "__tuple__", "__dict__", "__lowp__")
 _NAME_PART_MAX = 64          # characters of one key in a member name (zip allows 65,535 bytes)
 _NAME_MAX = 200
@@ -97,7 +97,8 @@ def save(obj, path) -> str:
     target = checkpoint_path(path)
     arrays: dict = {}
     root = _encode(obj, [], arrays)
-    meta = {"format": _FORMAT, "version": _VERSION if _uses_lowp(root) else 1, "root": root}
+    version = 3 if _uses_quantized(root) else 2 if _uses_lowp(root) else 1
+    meta = {"format": _FORMAT, "version": version, "root": root}
     text = json.dumps(meta, allow_nan=True)
     folder = os.path.dirname(os.path.abspath(target))
     temporary = os.path.join(folder, f".{os.path.basename(target)}.{secrets.token_hex(6)}.tmp")
@@ -151,6 +152,21 @@ def _uses_lowp(node) -> bool:
         return "__lowp__" in node or any(_uses_lowp(v) for v in node.values())
     if isinstance(node, list):
         return any(_uses_lowp(v) for v in node)
+    return False
+
+
+#: The state keys of a quantized weight's scales (minigrad.nn.quantized): a file
+#: holding them is version 3, so that a minigrad that cannot dequantize them (it
+#: reads versions 1 and 2) refuses the file instead of loading codes as numbers.
+_QUANTIZED_KEYS = ("weight_absmax",)
+
+
+def _uses_quantized(node) -> bool:
+    if isinstance(node, dict):
+        return any(isinstance(k, str) and k.rsplit(".", 1)[-1] in _QUANTIZED_KEYS
+                   for k in node) or any(_uses_quantized(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_uses_quantized(v) for v in node)
     return False
 
 
@@ -294,8 +310,9 @@ def load(path):
             if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
                 raise CheckpointError(target, f"{_META} is not minigrad's")
             if meta.get("version") not in _READS:
-                raise CheckpointError(target, f"format version {meta.get('version')!r}; "
-                                      f"this minigrad reads versions {_READS}")
+                raise CheckpointError(target, f"format version {meta.get('version')!r}, "
+                                      "written by a newer minigrad; this one reads versions "
+                                      f"{_READS}: upgrade minigrad to read it")
             unread = {n for n in names if n != _META}
             state = _decode(meta["root"], archive, unread, target)
             if unread:

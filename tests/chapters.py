@@ -74,6 +74,7 @@ PATHS = {
     "tests/optim/test_precision.py": 12,
     "tests/experiments/test_precision.py": 12,
     "tests/test_memory_plan.py": 12,
+    "tests/nn/test_quantized.py": 12,
     "tests/exercises/test_ch12.py": 12,
     "tests/exercises/test_ch13.py": 13,
     "tests/functions/test_attention.py": 13,   # attention: chapter 13's material

@@ -82,6 +82,7 @@ EXERCISES = {
     "12.1": "Kahan summation",
     "12.2": "unscale once per window",
     "12.3": "the planner's bytes per parameter",
+    "12.4": "NF4 block quantize and dequantize",
     "13.1": "attention's forward in terms of existing Functions",
     "13.2": "the causal mask",
     "13.3": "LoRA's forward and merge",

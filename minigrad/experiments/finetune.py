@@ -76,12 +76,16 @@ def sft_loss(device: str):
 
 def case_sft(normalization: str = "tokens", *, lora_rank: int = 0, updates: int = 20,
              micro_batch: int = 1, accumulation_steps: int = 16, device: str = "cpu",
-             dtype=np.float64, seed: int = 0, config: GPTConfig = TINY) -> CaseResult:
+             dtype=np.float64, seed: int = 0, config: GPTConfig = TINY,
+             quantize: str | None = None) -> CaseResult:
     """One padded batch of 16 pairs vs 16 micro-batches of 1, AdamW, ``updates`` updates.
 
     ``normalization="tokens"`` (num_items = completion tokens) is expected
     equal; ``"micro-batch-mean"`` (num_items=None, the 2024 bug) to differ.
     ``lora_rank`` > 0 trains LoRA adapters on ``c_attn`` (base frozen).
+    ``quantize`` ("int8", "nf4", "nf4-dq") first stores the blocks' Linear
+    weights frozen in that format (:func:`minigrad.nn.quantize_model`); what
+    trains is the rest (embeddings, LayerNorms, biases) or the adapters.
     """
     if normalization not in ("tokens", "micro-batch-mean"):
         raise ValueError(f"normalization must be 'tokens' or 'micro-batch-mean', got "
@@ -94,9 +98,13 @@ def case_sft(normalization: str = "tokens", *, lora_rank: int = 0, updates: int 
 
     def make_model():
         model = GPT(config)
+        if quantize:
+            quantize_base(model, quantize)
         return nn.apply_lora(model, lora_rank, 2.0 * lora_rank) if lora_rank else model
 
     what = f"LoRA r={lora_rank}" if lora_rank else "full"
+    if quantize:
+        what += f", {quantize} base"
     result = compare_training(
         name=f"gpt sft {micro_batch * accumulation_steps}={accumulation_steps}x{micro_batch} "
              f"{what}, " + ("completion tokens" if equal else "micro-batch mean"),
@@ -118,6 +126,17 @@ def case_sft(normalization: str = "tokens", *, lora_rank: int = 0, updates: int 
 
 
 # ------------------------------------------------------------------ the command
+
+QUANTIZE = ("int8", "nf4", "nf4-dq")
+
+
+def quantize_base(model, scheme: str):
+    """Store ``model``'s untied Linear weights frozen as ``scheme``: "int8"
+    (row-wise absmax), "nf4", or "nf4-dq" (NF4 with double quantization)."""
+    if scheme not in QUANTIZE:
+        raise ValueError(f"quantize must be one of {', '.join(QUANTIZE)}, got {scheme!r}")
+    return nn.quantize_model(model, scheme.removesuffix("-dq"),
+                             compress_statistics=scheme.endswith("-dq"))
 
 def evaluate_pairs(model, pairs, *, batch: int = 64, device: str = "cpu") -> float:
     """Mean loss per completion token over ``pairs`` (eval mode, no graph)."""
@@ -147,7 +166,7 @@ def complete(model, tokenizer, prompt: str, length: int = 40, seed: int = 0) -> 
 def finetune(*, micro_batch=1, accumulation_steps=16, updates=30, lr=None, lora_rank=0,
              lora_alpha=None, checkpointing=False, normalization="tokens", seed=0,
              device="cpu", dtype=np.float32, checkpoint=None, compare_micro_batch=False,
-             on_update=None, val_pairs=256):
+             on_update=None, val_pairs=256, quantize=None):
     """Fine-tune the pre-trained GPT (the shipped checkpoint unless ``checkpoint``
     names another) and return a dict: window losses, validation loss per
     completion token before and after, trainable parameter count, a sample
@@ -159,12 +178,24 @@ def finetune(*, micro_batch=1, accumulation_steps=16, updates=30, lr=None, lora_
     window, weighted by completion tokens as a window's loss is, and its final
     validation loss (``micro_batch_losses``, ``micro_batch_val_loss``).
     The validation losses are over the first ``val_pairs`` held-out pairs.
+
+    ``quantize`` ("int8", "nf4", "nf4-dq") stores the base's Linear weights
+    frozen in that format before fine-tuning (QLoRA with ``lora_rank``); the
+    result then also holds ``val_loss_float`` (the float base's validation
+    loss) and ``base_bytes`` (:func:`minigrad.experiments.quantized.base_bytes`:
+    measured and planned).
     """
     from .pretrain import load_gpt  # noqa: PLC0415
     model, tokenizer, _ = load_gpt(checkpoint, device=device, dtype=dtype)
     _, train, val = sft_pairs(tokenizer)
     val = val[:val_pairs]
     prompt = tokenizer.decode(val[0][0])
+    extra, parameters = {}, model.num_parameters()      # counted before any quantization
+    if quantize:
+        from .quantized import base_bytes  # noqa: PLC0415
+        extra["val_loss_float"] = evaluate_pairs(model, val, device=device)
+        quantize_base(model, quantize)
+        extra["base_bytes"] = base_bytes(model, quantize)
     before = {"val_loss": evaluate_pairs(model, val, device=device),
               "sample": complete(model, tokenizer, prompt)}
     windows = sft_windows(train, micro_batch=micro_batch, accumulation_steps=accumulation_steps,
@@ -179,9 +210,11 @@ def finetune(*, micro_batch=1, accumulation_steps=16, updates=30, lr=None, lora_
               "sample_after": complete(model, tokenizer, prompt), "prompt": prompt,
               "trainable_parameters": sum(p.numel() for p in model.parameters()
                                           if p.requires_grad),
-              "parameters": model.num_parameters(), "seconds": time.perf_counter() - start}
+              "parameters": parameters, "seconds": time.perf_counter() - start, **extra}
     if compare_micro_batch:
         plain, _, _ = load_gpt(checkpoint, device=device, dtype=dtype)
+        if quantize:
+            quantize_base(plain, quantize)
         per_update = [(m, [m]) for _, micro in windows for m in micro]   # one update each
         plain_losses, tokens = _train(plain, per_update, 1, lr, lora_rank, lora_alpha,
                                       checkpointing, normalization, seed, device, None)

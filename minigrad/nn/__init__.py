@@ -7,6 +7,8 @@ from .container import Flatten, Identity, ModuleList, Sequential
 from .dropout import Dropout, dropout_context
 from .embedding import Embedding
 from .linear import Linear
+from .quantized import (Linear4bit, Linear8bitLt, QuantizedLinear, dequantize_model,
+                        quantize_model, quantized_layers)
 from .lora import (LoRALinear, apply_lora, load_lora_state_dict, lora_layers, lora_state_dict,
                    merge_and_unload)
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss

@@ -26,6 +26,7 @@ from . import init
 from .dropout import Dropout
 from .linear import Linear
 from .module import Module
+from .quantized import QuantizedLinear
 
 
 class LoRALinear(Module):
@@ -33,7 +34,10 @@ class LoRALinear(Module):
 
     Args:
         base_layer: the Linear to adapt; its parameters are frozen
-            (``requires_grad = False``).
+            (``requires_grad = False``).  It may be a quantized layer
+            (:mod:`minigrad.nn.quantized`, QLoRA): the adapters are made in its
+            ``compute_dtype``, and :meth:`merge` refuses (merge into a
+            dequantized copy with :func:`merge_and_unload`).
         r: the rank, >= 1.
         lora_alpha: α; the update is scaled by α / r (default 1, PEFT's 8 is
             for r = 8).
@@ -54,7 +58,8 @@ class LoRALinear(Module):
         self.base_layer = base_layer
         for p in base_layer.parameters():
             p.requires_grad = False
-        dtype, device = base_layer.weight.dtype, base_layer.weight.device
+        dtype = getattr(base_layer, "compute_dtype", base_layer.weight.dtype)
+        device = base_layer.weight.device
         self.lora_A = Linear(base_layer.in_features, r, bias=False, device=device, dtype=dtype)
         self.lora_B = Linear(r, base_layer.out_features, bias=False, device=device, dtype=dtype)
         init.kaiming_uniform_(self.lora_A.weight, a=math.sqrt(5))
@@ -74,7 +79,14 @@ class LoRALinear(Module):
     @no_grad()
     def merge(self) -> None:
         """W += (α/r) B A: the update folded into the base weight; forward then
-        runs the base layer alone.  Raises RuntimeError when already merged."""
+        runs the base layer alone.  Raises RuntimeError when already merged, or
+        when the base is quantized (4 or 8 bits cannot hold W + (α/r) B A:
+        :func:`merge_and_unload` merges into a dequantized copy)."""
+        if isinstance(self.base_layer, QuantizedLinear):
+            raise RuntimeError("LoRALinear.merge: the base layer is quantized "
+                               f"({type(self.base_layer).__name__}); its codes cannot hold "
+                               "the update. merge_and_unload(model) merges into a "
+                               "dequantized float copy instead")
         if self.merged:
             raise RuntimeError("LoRALinear.merge: the adapter is already merged")
         self.base_layer.weight.data += self._delta()
@@ -111,7 +123,7 @@ def apply_lora(model, r: int, alpha: float = 1.0, targets=("c_attn",), dropout: 
     """
     found = [(parent, child_name) for name, parent in model.named_modules()
              for child_name, child in parent.named_children()
-             if isinstance(child, Linear) and child_name in targets]
+             if isinstance(child, (Linear, QuantizedLinear)) and child_name in targets]
     if not found:
         raise ValueError(f"apply_lora: no Linear layer named one of {tuple(targets)} in "
                          f"the model")
@@ -158,21 +170,26 @@ def load_lora_state_dict(model, state: dict) -> None:
 def merge_and_unload(model):
     """Merge every adapter into its base weight and put the plain Linear back
     (PEFT's ``merge_and_unload``); returns the model, with all parameters
-    trainable again."""
+    trainable again.  A quantized base is first dequantized into a float
+    ``nn.Linear`` (its ``compute_dtype``), and the update merged into that
+    copy: the result is a float model."""
     for name, parent in list(model.named_modules()):
         for child_name, child in list(parent.named_children()):
             if isinstance(child, LoRALinear):
+                if isinstance(child.base_layer, QuantizedLinear):
+                    child.base_layer = child.base_layer.to_linear()
                 if not child.merged:
                     child.merge()
                 setattr(parent, child_name, child.base_layer)
     for p in model.parameters():
-        p.requires_grad = True
+        p.requires_grad = p.dtype.kind == "f"      # quantized codes never train
     return model
 
 
 def _check_lora(base_layer, r):
-    if not isinstance(base_layer, Linear):
-        raise TypeError(f"LoRALinear: base_layer must be an nn.Linear, got "
+    if not isinstance(base_layer, (Linear, QuantizedLinear)):
+        raise TypeError(f"LoRALinear: base_layer must be an nn.Linear or a quantized "
+                        f"linear layer, got "
                         f"{type(base_layer).__name__}")
     if isinstance(r, bool) or not isinstance(r, int) or r < 1:
         raise ValueError(f"LoRALinear: rank r must be an int >= 1, got {r!r}")

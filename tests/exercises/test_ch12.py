@@ -160,3 +160,88 @@ def test_plan_gives_a_frozen_base_no_gradient_and_no_state():
     assert p.optimizer_state == 1000 * 8, \
         f"the optimizer state takes {p.optimizer_state:g} bytes, expected {1000 * 8}: " \
         "Adam keeps two float32 moments for the trainable parameters only"
+
+
+# ------------------------------------------------------------------ 12.4
+from minigrad.quantization import NF4_LEVELS, dequantize_4bit, quantize_4bit  # noqa: E402
+
+
+def _nibbles(packed):
+    """The codes in stored order (high nibble of each byte first)."""
+    packed = np.asarray(packed, dtype=np.uint8)
+    return np.stack([packed >> 4, packed & 15], axis=1).reshape(-1)
+
+
+@pytest.mark.exercise("12.4")
+def test_nf4_codes_are_the_nearest_level_of_each_block():
+    # two blocks of 4 with very different scales; every value sits near a level
+    w = np.array([0.55, -0.25, 0.03, 1.0, 100.0, 7.0, -50.0, -100.0], np.float32)
+    packed, absmax = quantize_4bit(w, "nf4", blocksize=4)
+    absmax = np.asarray(absmax)
+    assert absmax.shape == (2,), \
+        f"absmax has shape {absmax.shape}, expected (2,): one scale per block of " \
+        "blocksize numbers, not one for the whole tensor"
+    assert absmax.tolist() == [1.0, 100.0], \
+        f"absmax = {absmax.tolist()}, expected [1.0, 100.0]: the largest |w| of each block" \
+        + (" (100 for both: the absmax of the whole tensor, not of each block)"
+           if absmax.tolist() == [100.0, 100.0] else "")
+    codes = _nibbles(packed)
+    expected = [13, 4, 7, 15, 15, 8, 2, 0]
+    swapped = [4, 13, 15, 7, 8, 15, 0, 2]
+    assert codes.tolist() != swapped, \
+        "the codes of each pair are in the wrong nibbles: element 2j goes to the HIGH " \
+        "nibble of byte j (code << 4) and element 2j+1 to the low nibble"
+    nearest_level_below = [12, 4, 7, 15, 15, 7, 2, 0]
+    assert codes.tolist() != nearest_level_below, \
+        "some values were rounded down to the level below them; round to the NEAREST " \
+        "level (compare with the midpoints between neighboring levels)"
+    assert codes.tolist() == expected, \
+        f"codes {codes.tolist()}, expected {expected}: code k means NF4_LEVELS[k]; each " \
+        "value is divided by its block's absmax and rounded to the nearest level " \
+        f"(0.55 -> level {NF4_LEVELS[13]:.4f}, -0.25 -> {NF4_LEVELS[4]:.4f}, " \
+        f"0.07 -> {NF4_LEVELS[8]:.4f})"
+
+
+@pytest.mark.exercise("12.4")
+def test_nf4_zero_stays_exact_and_an_odd_count_is_padded_with_it():
+    w = np.array([0.0, 0.8, 0.0], np.float32)
+    packed, absmax = quantize_4bit(w, "nf4", blocksize=64)
+    packed = np.asarray(packed)
+    assert packed.dtype == np.uint8 and packed.shape == (2,), \
+        f"3 codes packed into {packed.shape} {packed.dtype}; expected 2 bytes (uint8): " \
+        "two 4-bit codes per byte, the odd one padded"
+    assert _nibbles(packed)[[0, 2, 3]].tolist() == [7, 7, 7], \
+        f"the codes of 0.0 (and of the padding) are {_nibbles(packed)[[0, 2, 3]].tolist()}, " \
+        "expected 7: NF4_LEVELS[7] is exactly 0, so a zero weight must decode to 0"
+    back = np.asarray(dequantize_4bit(packed, absmax, "nf4", blocksize=64, stop=3))
+    assert back[0] == 0 and back[2] == 0, \
+        f"zeros came back as {back[[0, 2]].tolist()}; NF4 has an exact zero (code 7)"
+
+
+@pytest.mark.exercise("12.4")
+def test_nf4_dequantize_reads_high_nibble_first_and_scales_by_the_block():
+    packed = np.array([0xF0, 0x7D, 0x0F], np.uint8)      # codes 15, 0, 7, 13, 0, 15
+    absmax = np.array([2.0, 10.0], np.float32)
+    got = np.asarray(dequantize_4bit(packed, absmax, "nf4", blocksize=4, dtype=np.float64))
+    expected = np.array([2.0, -2.0, 0.0, 2 * NF4_LEVELS[13], -10.0, 10.0], np.float64)
+    assert_close(got, expected, "dequantize_4bit([0xF0, 0x7D, 0x0F])", rtol=1e-6, hints=[
+        (np.array([-2.0, 2.0, 2 * NF4_LEVELS[13], 0.0, 10.0, -10.0]),
+         "the nibbles are read in the wrong order: the HIGH nibble (byte >> 4) is the "
+         "element with the even index"),
+        (np.array([2.0, -2.0, 0.0, 2 * NF4_LEVELS[13], -2.0, 2.0]),
+         "the last two numbers use the first block's absmax: element i belongs to block "
+         "i // blocksize")])
+    part = np.asarray(dequantize_4bit(packed, absmax, "nf4", blocksize=4, dtype=np.float64,
+                                      start=3, stop=5))
+    assert_close(part, expected[3:5], "dequantize_4bit(..., start=3, stop=5)", rtol=1e-6)
+
+
+@pytest.mark.exercise("12.4")
+def test_nf4_round_trip_error_on_normal_weights():
+    w = rng(124).normal(0, 0.02, size=(64, 96)).astype(np.float32)
+    packed, absmax = quantize_4bit(w, "nf4")
+    back = np.asarray(dequantize_4bit(packed, absmax, "nf4", stop=w.size)).reshape(w.shape)
+    error = np.linalg.norm(back - w) / np.linalg.norm(w)
+    assert error < 0.11, \
+        f"relative error of the NF4 round trip is {error:.3f}; with blocks of 64 and the " \
+        "nearest of 16 normal-quantile levels it is about 0.09"

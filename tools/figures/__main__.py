@@ -12,7 +12,7 @@ def main(argv: list[str]) -> int:
     wanted = {a.zfill(2) for a in argv}
     names = sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.name.startswith("ch"))
     for name in names:
-        if wanted and name[2:] not in wanted:
+        if wanted and name[2:].split("_")[0] not in wanted:      # ch12 and ch12_quant: 12
             continue
         for path in importlib.import_module(f"tools.figures.{name}").draw_all():
             print(path.relative_to(package.ROOT))

@@ -44,7 +44,7 @@ def test_every_kernel_is_declared_at_module_level():
 def test_the_check_finds_every_declared_kernel():
     kernels = check_kernels.declared_kernels()
     assert {"sgd_update", "adam_update", "select_where_nonzero",
-            "cross_entropy_backward"} <= set(kernels)
+            "cross_entropy_backward", "dequantize_4bit", "dequantize_int8"} <= set(kernels)
     ce = kernels["cross_entropy_backward"]
     assert set(ce.types) == {"T", "I"} and np.dtype(np.uint8) in ce.types["I"]
     n_variants = len(list(check_kernels.variants(ce)))
