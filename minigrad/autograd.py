@@ -34,6 +34,7 @@ the graph is kept and a second pass adds exactly the same gradients again
 from __future__ import annotations
 
 import sys
+import weakref
 
 import numpy as np
 
@@ -359,12 +360,37 @@ _UNSHARED_REFCOUNT = _calibrate_refcount()
 def _accumulate_leaf(leaf, g, owned: bool) -> None:
     """Add ``g`` into ``leaf.grad``; on first use keep ``g`` itself when ``owned``,
     else a copy (``g`` may be shared)."""
+    if _leaf_observers:                 # e.g. the gradient noise scale (optim/noise_scale.py)
+        for observer in list(_leaf_observers):
+            observer.observe_leaf_gradient(leaf, g)
     if leaf._grad is None:
         leaf._grad = _Tensor(g if owned else g.copy())
     else:
         # BEGIN SOLUTION ch04.1
         leaf._grad._data += g
         # END SOLUTION
+
+
+# Observers of the gradients added into leaves: objects with a method
+# ``observe_leaf_gradient(leaf, g)``, called with this pass's own gradient ``g``
+# of ``leaf`` just before it is added into ``leaf.grad`` (``g`` must not be
+# changed or kept).  Held by weak reference: an observer that nobody else
+# holds stops observing.  :class:`minigrad.optim.noise_scale.NoiseScaleTracker`
+# takes the squared norm of each micro-batch's gradient here, where it arrives,
+# without copying ``.grad``.
+_leaf_observers: weakref.WeakSet = weakref.WeakSet()
+
+
+def add_leaf_observer(observer) -> None:
+    """Call ``observer.observe_leaf_gradient(leaf, g)`` for every gradient that a
+    backward pass adds into a leaf's ``.grad`` (in every thread), until
+    :func:`remove_leaf_observer` or until the observer is garbage-collected."""
+    _leaf_observers.add(observer)
+
+
+def remove_leaf_observer(observer) -> None:
+    """Stop calling ``observer`` (nothing happens if it was not observing)."""
+    _leaf_observers.discard(observer)
 
 
 def unbroadcast(grad, shape):
@@ -386,4 +412,5 @@ def unbroadcast(grad, shape):
 
 
 __all__ = ["Function", "backward", "no_grad", "enable_grad", "is_grad_enabled",
-           "set_grad_enabled", "unbroadcast", "Edge", "NO_GRAD"]
+           "set_grad_enabled", "unbroadcast", "Edge", "NO_GRAD", "add_leaf_observer",
+           "remove_leaf_observer"]

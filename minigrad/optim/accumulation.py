@@ -117,6 +117,14 @@ class GradientAccumulator:
             micro-batch's loss is multiplied by its scale, the window's sum is
             unscaled once before clipping, an inf/nan window is skipped
             silently and the scale updated once per window.
+        track_noise_scale: if True, estimate the gradient noise scale
+            B_simple = tr(Σ)/|G|² from every window, micro-batches as the
+            small batch and the window as the big one (data parallel: each
+            rank's window and the all-reduced one), at the cost of one dot
+            product per parameter gradient (:mod:`~minigrad.optim.noise_scale`).
+            Needs ``num_items`` and two batch sizes (k >= 2, or >= 2 ranks);
+            refuses a graph with BatchNorm in training mode.
+        noise_scale_beta: the decay of its two moving averages (default 0.9).
 
     Attributes:
         micro_step: micro-batches completed in the current window (0 ... k-1).
@@ -127,6 +135,9 @@ class GradientAccumulator:
         last_grad_norm: the global gradient norm before clipping at the last
             update (None unless ``max_grad_norm`` is set).
         skipped_windows: windows skipped because of non-finite values.
+        noise_scale, noise_grad_sq, noise_trace: with ``track_noise_scale``,
+            the smoothed B_simple, |G|² and tr(Σ) (None before the first
+            window); ``noise`` holds the tracker and its per-window ``history``.
 
     Raises:
         TypeError: ``optimizer`` is not an Optimizer, ``accumulation_steps``
@@ -167,10 +178,13 @@ class GradientAccumulator:
 
     def __init__(self, optimizer, accumulation_steps, *, max_grad_norm=None,
                  scheduler=None, model=None, comm=None, dtype=None, compensated=False,
-                 scaler=None):
+                 scaler=None, track_noise_scale=False, noise_scale_beta=0.9):
         self.max_grad_norm = checks.check_accumulator(optimizer, accumulation_steps,
                                                       max_grad_norm, scheduler, model, scaler,
                                                       comm)
+        # The gradient noise scale, if asked for (noise_scale.py); None: not measured.
+        self.noise = checks.noise_tracker(optimizer, accumulation_steps, comm, model,
+                                          noise_scale_beta) if track_noise_scale else None
         self.optimizer, self.accumulation_steps = optimizer, int(accumulation_steps)
         self.scheduler, self.model, self.comm, self.scaler = scheduler, model, comm, scaler
         if model is not None:
@@ -187,6 +201,8 @@ class GradientAccumulator:
 
     def _reset_window(self) -> None:
         self.window = Window()          # the open window's counts (accumulation_state.py)
+        if self.noise is not None:
+            self.noise.reset_window()
 
     @property
     def micro_step(self) -> int:
@@ -232,6 +248,9 @@ class GradientAccumulator:
         window.item_total += weight
         # END SOLUTION
         window.awaiting_step = True
+        if self.noise is not None:      # the micro-batch's |g_j|², taken as it arrived
+            self.noise.end_micro_batch(weight, 1.0 if self.scaler is None
+                                       else self.scaler.get_scale())
 
     def step(self) -> bool:
         """Close micro-batch j; on the k-th, update the parameters.  Returns True
@@ -277,9 +296,12 @@ class GradientAccumulator:
                 self.window.prepared = self._mean_gradient()    # (loss, norm) or None
                 if not self.window.normalized:
                     return False            # skipped: the scheduler is put back
+            noise = self.noise and self.noise.window_estimate(self)     # before .grad changes
             self.optimizer.step()
             schedule.commit()
         self._after_step()                  # GradScaler's scale, BatchNorm's statistics
+        if self.noise is not None:
+            self.noise.record(noise, self.updates + 1)
         self.optimizer.zero_grad()
         self.window_loss, self.last_grad_norm = self.window.prepared
         self.updates += 1
@@ -317,6 +339,8 @@ class GradientAccumulator:
         if self.buffer is not None:     # the window's sums, summed in the buffer,
             self.buffer.write(self.optimizer._params())     # back into .grad
         self.window.settle()            # a GPU window's loss sum, to the host once
+        if self.noise is not None and self.noise.ranks > 1:
+            self.noise.before_reduce(self)      # this rank's window: the small batch
         if self.comm is not None and not self._reduce_window():
             return None                 # no rank had a micro-batch (flush at the end)
         if self.window.item_total == 0:     # every micro-batch empty: no mean to step on
@@ -396,6 +420,26 @@ class GradientAccumulator:
                 raise).
         """
         load_accumulator_state(self, state)
+        if self.noise is not None:      # the restored window's micro-batch norms are unknown
+            self.noise.reset_window()
+            self.noise.partial_window = self.micro_step > 0
+
+    # ------------------------------------------------- the gradient noise scale
+    @property
+    def noise_scale(self):
+        """B_simple = tr(Σ)/|G|² in items, smoothed over windows (``track_noise_scale``);
+        None before the first estimate."""
+        return None if self.noise is None else self.noise.noise_scale
+
+    @property
+    def noise_grad_sq(self):
+        """The smoothed estimate of |G|², the true gradient's squared norm."""
+        return None if self.noise is None else self.noise.grad_sq
+
+    @property
+    def noise_trace(self):
+        """The smoothed estimate of tr(Σ), the per-item gradients' total variance."""
+        return None if self.noise is None else self.noise.trace
 
     def __repr__(self):
         return (f"GradientAccumulator(accumulation_steps={self.accumulation_steps}, "
