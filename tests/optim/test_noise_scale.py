@@ -165,3 +165,63 @@ def test_off_by_default_and_observers_are_released(float64):
     import gc
     gc.collect()
     assert len(autograd._leaf_observers) == before
+
+
+class _ThreadComm:
+    """W ranks as threads of one process: Allreduce sums through a barrier."""
+
+    def __init__(self, rank, size, shared):
+        self.rank, self.size, self.shared = rank, size, shared
+
+    def Get_rank(self):  # noqa: N802
+        return self.rank
+
+    def Get_size(self):  # noqa: N802
+        return self.size
+
+    def Allreduce(self, sendbuf, recvbuf, op=None):  # noqa: N802
+        slots, barrier = self.shared
+        slots[self.rank] = np.array(recvbuf, copy=True)
+        barrier.wait()
+        total = sum(slots)
+        barrier.wait()
+        recvbuf[...] = total
+
+
+def test_data_parallel_ranks_are_the_small_batches(float64):
+    """Two ranks, one micro-batch each (3 and 5 items): each rank's window is a
+    small batch, the all-reduced window the big one, item-weighted."""
+    import threading
+    model, x, y, per_example = _task()
+    state = model.state_dict()
+    groups = [np.arange(0, 3), np.arange(3, 8)]
+    shared = ([None, None], threading.Barrier(2))
+    results, errors = [None, None], []
+
+    def rank(r):
+        try:
+            minigrad.set_default_dtype(np.float64)
+            replica = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 1))
+            replica.load_state_dict(state)
+            acc = GradientAccumulator(SGD(replica.parameters(), lr=0.0), 1,
+                                      comm=_ThreadComm(r, 2, shared), track_noise_scale=True)
+            idx = groups[r]
+            acc.backward(_loss(replica, x[idx], y[idx]), num_items=len(idx))
+            acc.step()
+            results[r] = acc.noise.history[0]
+        except Exception as e:          # noqa: BLE001 (reported below)
+            errors.append(e)
+            shared[1].abort()
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    means = [per_example[idx].mean(axis=0) for idx in groups]
+    window = per_example[np.concatenate(groups)].mean(axis=0)
+    expected = window_estimates([m @ m for m in means], [3, 5], window @ window)
+    for h in results:
+        assert h["small_batch"] == 4 and h["items"] == 8
+        np.testing.assert_allclose([h["grad_sq"], h["trace"]], expected, rtol=1e-10)
