@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"minigrad {__version__}")
     # not required: without a command main() prints the usage (exit status 2)
     commands = parser.add_subparsers(dest="command",
-                                     metavar="{verify,train,plan,pretrain,finetune}",
+                                     metavar="{verify,train,plan,pretrain,finetune,critical-batch}",
                                      parser_class=_Parser)
 
     verify = commands.add_parser(
@@ -162,6 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_gpt import add_gpt_parsers  # noqa: PLC0415 (pretrain and finetune live there)
     add_gpt_parsers(commands, (_positive_int, _non_negative_int, _positive_float),
                     _add_device_and_dtype)
+    from .cli_critical import add_critical_batch_parser  # noqa: PLC0415
+    add_critical_batch_parser(commands, _positive_float)
     return parser
 
 
@@ -361,6 +363,9 @@ def main(argv=None) -> int:
         try:
             if args.command == "verify":
                 return run_verify(args)
+            if args.command == "critical-batch":
+                from .cli_critical import run_critical_batch  # noqa: PLC0415
+                return run_critical_batch(args)
             if args.command in ("pretrain", "finetune"):
                 from . import cli_gpt  # noqa: PLC0415
                 run = cli_gpt.run_pretrain if args.command == "pretrain" else cli_gpt.run_finetune
