@@ -1,0 +1,47 @@
+"""The critical-batch experiment: the fit, one run to the target, the command's files."""
+import json
+
+import numpy as np
+import pytest
+
+from minigrad import cli
+from minigrad.experiments import critical_batch as cb
+
+
+def test_fit_recovers_an_exact_tradeoff():
+    sizes = [1, 2, 4, 8, 16, 32, 64, 128]
+    s_min, e_min = 30.0, 600.0
+    steps = [s_min + e_min / b for b in sizes]          # (S/S_min − 1)(E/E_min − 1) = 1
+    fit = cb.fit_tradeoff(sizes, steps)
+    np.testing.assert_allclose(fit, (s_min, e_min, e_min / s_min), rtol=1e-10)
+    for b, s in zip(sizes, steps):
+        assert (s / s_min - 1) * (s * b / e_min - 1) == pytest.approx(1.0)
+
+
+def test_a_larger_batch_takes_fewer_steps_to_the_target():
+    task = cb.load_task("digits")
+    s4 = cb.steps_to_target(task, 4, 0.4, target=1.0)
+    s32 = cb.steps_to_target(task, 32, 0.8, target=1.0)      # 4 accumulated micro-batches of 8
+    assert s4 is not None and s32 is not None and s32 < s4 < 8 * s32
+
+
+def test_command_writes_its_files(tmp_path, monkeypatch, capsys):
+    record = [{"step": 1, "loss": 2.0, "noise_scale": 5.0, "grad_sq": 1.0, "trace": 5.0}]
+    fake = cb.CriticalBatchResult([1, 4, 16], [0.1, 0.4, 0.8], [600.0, 170.0, 70.0],
+                                  [600.0, 680.0, 1120.0], {}, *cb.fit_tradeoff(
+                                      [1, 4, 16], [600.0, 170.0, 70.0]), record, 5.0, 0.3,
+                                  [0], 1.0)
+    monkeypatch.setattr(cb, "critical_batch", lambda **kwargs: fake)
+    assert cli.main(["critical-batch", "--quick", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "B_crit = E_min/S_min" in out and "| 16 | 2 | 0.8 | 70 | 1120 |" in out
+    assert json.loads((tmp_path / "results.json").read_text())["b_crit"] == fake.b_crit
+    assert (tmp_path / "tradeoff.png").stat().st_size > 0
+    assert (tmp_path / "noise_scale.png").stat().st_size > 0
+
+
+def test_bad_target_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["critical-batch", "--target", "-1"])
+    assert exit_info.value.code == 2
+    assert "minigrad critical-batch: error: argument --target" in capsys.readouterr().err
