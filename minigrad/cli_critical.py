@@ -44,8 +44,10 @@ def run_critical_batch(args) -> int:
     print(f"fit S = S_min + E_min/B: S_min = {result.s_min:.1f} steps, E_min = "
           f"{result.e_min:.0f} examples, B_crit = E_min/S_min = {result.b_crit:.1f}")
     scale = result.noise_scale_at_target
-    print("noise scale B_simple at the target loss (batch 32): "
-          + ("not measured (|G|² not yet positive)" if scale is None else f"{scale:.1f}"))
+    fmt = lambda value: "not reached" if value is None else f"{value:.1f}"  # noqa: E731
+    print("gradient noise scale B_simple = tr(Σ)/|G|² when batch 32 (4 x 8) first reaches the "
+          f"target: {fmt(scale)} (smoothed over training), {fmt(result.noise_scale_frozen)} "
+          "(those parameters held fixed, 300 windows at lr 0)")
     for path in cb.write_outputs(result, args.out):
         print(f"wrote {path}")
     print(f"done in {result.seconds:.1f} s", file=sys.stderr)

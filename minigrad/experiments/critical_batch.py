@@ -123,15 +123,17 @@ def sweep_lr(task, batch_size, start_lr, *, seeds=(0,), target=TARGET_LOSS, max_
             tried[lr] = None if None in steps else float(np.mean(steps))
         return tried[lr]
 
-    lr = start_lr
-    mean_steps(lr)
-    for direction in (factor, 1.0 / factor):
+    def rate(i):                    # the grid: start_lr * factor**i, 3 significant digits
+        return float(f"{start_lr * factor ** i:.3g}")
+
+    i = 0
+    mean_steps(rate(i))
+    for direction in (1, -1):
         while True:
-            nxt = float(f"{lr * direction:.4g}")
-            here, there = mean_steps(lr), mean_steps(nxt)
+            here, there = mean_steps(rate(i)), mean_steps(rate(i + direction))
             if there is None or (here is not None and there >= here):
                 break
-            lr = nxt
+            i += direction
     best = min(_finite(tried), key=_finite(tried).get)
     return best, tried[best], dict(sorted(tried.items()))
 
@@ -154,19 +156,44 @@ def fit_tradeoff(batch_sizes, steps):
 
 
 def noise_scale_run(task, lr, steps, *, batch_size=NOISE_BATCH, seed=0, evaluate=None,
-                    beta=0.9):
-    """Train ``steps`` updates at ``batch_size`` with ``track_noise_scale=True``;
-    returns a list of ``{step, loss, noise_scale, grad_sq, trace}``, one per update."""
+                    beta=0.9, target=TARGET_LOSS):
+    """Train ``steps`` updates at ``batch_size`` with ``track_noise_scale=True``.
+
+    Returns ``(record, at_target, frozen)``: one ``{step, loss, noise_scale,
+    grad_sq, trace}`` per update (the accumulator's smoothed values), the
+    smoothed noise scale at the first update that reached ``target``, and the
+    noise scale at that update's parameters held fixed
+    (:func:`frozen_noise_scale`); None when the target was not reached.
+
+    The two differ: along a trajectory at a large learning rate the
+    parameters bounce across a valley, and the gradient at the points
+    visited is larger than at a point where the loss happens to be low."""
     evaluate = evaluate or _train_loss(task)
     run = _Trainer(task, batch_size, lr, seed, track_noise_scale=True)
     run.acc.noise.beta = beta
-    record = []
+    record, at_target, frozen = [], None, None
     for _ in range(steps):
         run.step()
         record.append({"step": run.steps, "loss": evaluate(run.model),
                        "noise_scale": run.acc.noise_scale, "grad_sq": run.acc.noise_grad_sq,
                        "trace": run.acc.noise_trace})
-    return record
+        if at_target is None and record[-1]["loss"] <= target:
+            at_target = record[-1]["noise_scale"]
+            frozen = frozen_noise_scale(task, run.model.state_dict(), seed=seed)
+    return record, at_target, frozen
+
+
+def frozen_noise_scale(task, state, *, batch_size=NOISE_BATCH, windows=300, seed=0):
+    """B_simple at fixed parameters ``state``: the accumulator's per-window estimates
+    over ``windows`` windows at learning rate 0, their means' ratio
+    (mean tr Σ / mean |G|²: each mean is unbiased, so the ratio is consistent)."""
+    run = _Trainer(task, batch_size, 0.0, seed + 1, track_noise_scale=True)
+    run.model.load_state_dict(state)
+    for _ in range(windows):
+        run.step()
+    history = run.acc.noise.history
+    return float(np.mean([h["trace"] for h in history]) /
+                 np.mean([h["grad_sq"] for h in history]))
 
 
 @dataclasses.dataclass
@@ -183,6 +210,7 @@ class CriticalBatchResult:
     b_crit: float
     noise_record: list
     noise_scale_at_target: float | None
+    noise_scale_frozen: float | None
     target_loss: float
     seeds: list
     seconds: float
@@ -225,12 +253,12 @@ def critical_batch(*, quick=False, seeds=None, target=TARGET_LOSS, on_progress=N
                         f"(tried {', '.join(f'{k:g}' for k in tried)})")
     s_min, e_min, b_crit = fit_tradeoff(sizes, steps)
     noise_lr = best_lr[list(sizes).index(NOISE_BATCH)] if NOISE_BATCH in sizes else \
-        float(np.interp(np.log2(NOISE_BATCH), np.log2(sizes), best_lr))
+        float(f"{np.exp(np.interp(np.log2(NOISE_BATCH), np.log2(sizes), np.log(best_lr))):.3g}")
     noise_steps = int(math.ceil(s_min + e_min / NOISE_BATCH))
-    record = noise_scale_run(task, noise_lr, 3 * noise_steps, evaluate=evaluate)
-    at_target = next((r["noise_scale"] for r in record if r["loss"] <= target), None)
+    record, at_target, frozen = noise_scale_run(task, noise_lr, 3 * noise_steps,
+                                                evaluate=evaluate, target=target)
     return CriticalBatchResult(list(sizes), best_lr, steps, [s * b for s, b in zip(steps, sizes)],
-                               sweeps, s_min, e_min, b_crit, record, at_target, target,
+                               sweeps, s_min, e_min, b_crit, record, at_target, frozen, target,
                                list(seeds), time.perf_counter() - start)
 
 

@@ -29,7 +29,7 @@ def test_command_writes_its_files(tmp_path, monkeypatch, capsys):
     record = [{"step": 1, "loss": 2.0, "noise_scale": 5.0, "grad_sq": 1.0, "trace": 5.0}]
     fake = cb.CriticalBatchResult([1, 4, 16], [0.1, 0.4, 0.8], [600.0, 170.0, 70.0],
                                   [600.0, 680.0, 1120.0], {}, *cb.fit_tradeoff(
-                                      [1, 4, 16], [600.0, 170.0, 70.0]), record, 5.0, 0.3,
+                                      [1, 4, 16], [600.0, 170.0, 70.0]), record, 5.0, 9.0, 0.3,
                                   [0], 1.0)
     monkeypatch.setattr(cb, "critical_batch", lambda **kwargs: fake)
     assert cli.main(["critical-batch", "--quick", "--out", str(tmp_path)]) == 0
