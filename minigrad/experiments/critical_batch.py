@@ -299,6 +299,22 @@ def compare_at_equal_examples(*, accumulation_steps=16, lr=None, windows=60, see
     return rows
 
 
+def loss_curve(batch_size, lr, examples, *, points=40, seed=0):
+    """Training loss of SGD at ``batch_size`` and ``lr`` on the digits task,
+    ``[(examples seen, loss)]`` at about ``points`` evenly spaced moments."""
+    task = load_task("digits")
+    evaluate = _train_loss(task)
+    run = _Trainer(task, batch_size, lr, seed)
+    steps = examples // batch_size
+    every = max(1, steps // points)
+    curve = [(0, evaluate(run.model))]
+    while run.steps < steps:
+        run.step()
+        if run.steps % every == 0 or run.steps == steps:
+            curve.append((run.steps * batch_size, evaluate(run.model)))
+    return curve
+
+
 def update_spread(*, batch_sizes=(1, 16), draws=400, seed=0):
     """The noise of one update's direction at the initial parameters of the digits
     MLP: for each batch size b, ``E|g_b − G|² / |G|²`` over ``draws`` random
@@ -326,14 +342,12 @@ def update_spread(*, batch_sizes=(1, 16), draws=400, seed=0):
 
 
 # ------------------------------------------------------------------ output files
-def plot_tradeoff(result: CriticalBatchResult, path):
-    """Steps against examples, measured and fitted, B_crit and the noise scale marked."""
-    import matplotlib.pyplot as plt  # noqa: PLC0415 (optional dependency)
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+def draw_tradeoff(result: CriticalBatchResult, ax) -> None:
+    """Steps against examples on ``ax``, measured and fitted, B_crit and the noise scale marked."""
     b = np.geomspace(0.5, 512, 200)
     ax.plot(result.e_min * (1 + b / result.b_crit), result.s_min * (1 + result.b_crit / b),
             color="0.6", label="fit: (S/S_min − 1)(E/E_min − 1) = 1")
-    ax.plot(result.examples, result.steps, "o", color="C0", label="measured, tuned lr")
+    ax.plot(result.examples, result.steps, "o", color="C0", label="measured, each at its best lr")
     for bs, e, s in zip(result.batch_sizes, result.examples, result.steps):
         ax.annotate(f"B={bs}", (e, s), textcoords="offset points", xytext=(5, 4), fontsize=8)
     ax.plot([2 * result.e_min], [2 * result.s_min], "*", color="C3", markersize=12,
@@ -349,28 +363,40 @@ def plot_tradeoff(result: CriticalBatchResult, path):
     ax.set_ylabel("steps S to the target loss")
     ax.set_title(f"digits MLP, SGD, to training loss {result.target_loss}")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
 
 
-def plot_noise_scale(result: CriticalBatchResult, path):
-    """The smoothed noise scale B_simple against the training loss as training goes on."""
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+def draw_noise_scale(result: CriticalBatchResult, ax) -> None:
+    """The smoothed noise scale B_simple and the training loss, update by update, on ``ax``."""
     rec = [r for r in result.noise_record if r["noise_scale"] is not None]
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
     ax.plot([r["step"] for r in rec], [r["noise_scale"] for r in rec], color="C2")
     ax.set_xlabel(f"update (batch {NOISE_BATCH} = 4 × 8)")
-    ax.set_ylabel("B_simple = tr(Σ)/|G|² (items)", color="C2")
+    ax.set_ylabel("B_simple = tr(Σ)/|G|² (examples)", color="C2")
     twin = ax.twinx()
     twin.plot([r["step"] for r in rec], [r["loss"] for r in rec], color="C0")
     twin.set_ylabel("training loss", color="C0")
     ax.set_title("the noise scale grows as the loss falls")
+
+
+def _save_drawing(draw, result, path):
+    import matplotlib  # noqa: PLC0415 (optional dependency)
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    draw(result, ax)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return Path(path)
+
+
+def plot_tradeoff(result: CriticalBatchResult, path) -> Path:
+    """:func:`draw_tradeoff` into the file ``path``."""
+    return _save_drawing(draw_tradeoff, result, path)
+
+
+def plot_noise_scale(result: CriticalBatchResult, path) -> Path:
+    """:func:`draw_noise_scale` into the file ``path``."""
+    return _save_drawing(draw_noise_scale, result, path)
 
 
 def write_outputs(result: CriticalBatchResult, out_dir) -> list[Path]:
