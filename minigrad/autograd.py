@@ -343,6 +343,8 @@ def _finish_leaf(leaf, entry) -> None:
     """
     g, entry[1] = entry[1], None         # now g is held by this name only
     if g is not None:
+        if _leaf_observers:             # e.g. the gradient noise scale (optim/noise_scale.py)
+            _observe(leaf, g)
         unshared = g.base is None and sys.getrefcount(g) == _UNSHARED_REFCOUNT
         _accumulate_leaf(leaf, g, unshared)
 
@@ -360,9 +362,6 @@ _UNSHARED_REFCOUNT = _calibrate_refcount()
 def _accumulate_leaf(leaf, g, owned: bool) -> None:
     """Add ``g`` into ``leaf.grad``; on first use keep ``g`` itself when ``owned``,
     else a copy (``g`` may be shared)."""
-    if _leaf_observers:                 # e.g. the gradient noise scale (optim/noise_scale.py)
-        for observer in list(_leaf_observers):
-            observer.observe_leaf_gradient(leaf, g)
     if leaf._grad is None:
         leaf._grad = _Tensor(g if owned else g.copy())
     else:
@@ -381,9 +380,15 @@ def _accumulate_leaf(leaf, g, owned: bool) -> None:
 _leaf_observers: weakref.WeakSet = weakref.WeakSet()
 
 
+def _observe(leaf, g) -> None:
+    for observer in list(_leaf_observers):
+        observer.observe_leaf_gradient(leaf, g)
+
+
 def add_leaf_observer(observer) -> None:
     """Call ``observer.observe_leaf_gradient(leaf, g)`` for every gradient that a
-    backward pass adds into a leaf's ``.grad`` (in every thread), until
+    backward pass through a graph adds into a leaf's ``.grad`` (in every
+    thread; not ``leaf.backward(grad)`` called on a leaf itself), until
     :func:`remove_leaf_observer` or until the observer is garbage-collected."""
     _leaf_observers.add(observer)
 

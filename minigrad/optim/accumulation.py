@@ -182,11 +182,11 @@ class GradientAccumulator:
         self.max_grad_norm = checks.check_accumulator(optimizer, accumulation_steps,
                                                       max_grad_norm, scheduler, model, scaler,
                                                       comm)
-        # The gradient noise scale, if asked for (noise_scale.py); None: not measured.
-        self.noise = checks.noise_tracker(optimizer, accumulation_steps, comm, model,
-                                          noise_scale_beta) if track_noise_scale else None
         self.optimizer, self.accumulation_steps = optimizer, int(accumulation_steps)
         self.scheduler, self.model, self.comm, self.scaler = scheduler, model, comm, scaler
+        # The gradient noise scale, if asked for (noise_scale.py); None: not measured.
+        self.noise = checks.noise_tracker(self, optimizer, accumulation_steps, comm, model,
+                                          noise_scale_beta) if track_noise_scale else None
         if model is not None:
             nn.set_merge_running_stats(model, True)
         # Precision of the window's sums (buffers.py); None: .grad itself.
@@ -248,9 +248,6 @@ class GradientAccumulator:
         window.item_total += weight
         # END SOLUTION
         window.awaiting_step = True
-        if self.noise is not None:      # the micro-batch's |g_j|², taken as it arrived
-            self.noise.end_micro_batch(weight, 1.0 if self.scaler is None
-                                       else self.scaler.get_scale())
 
     def step(self) -> bool:
         """Close micro-batch j; on the k-th, update the parameters.  Returns True
@@ -296,12 +293,9 @@ class GradientAccumulator:
                 self.window.prepared = self._mean_gradient()    # (loss, norm) or None
                 if not self.window.normalized:
                     return False            # skipped: the scheduler is put back
-            noise = self.noise and self.noise.window_estimate(self)     # before .grad changes
             self.optimizer.step()
             schedule.commit()
         self._after_step()                  # GradScaler's scale, BatchNorm's statistics
-        if self.noise is not None:
-            self.noise.record(noise, self.updates + 1)
         self.optimizer.zero_grad()
         self.window_loss, self.last_grad_norm = self.window.prepared
         self.updates += 1

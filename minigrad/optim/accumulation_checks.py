@@ -79,6 +79,7 @@ def check_backward(acc, loss, num_items):
             raise ValueError(f"{name}: track_noise_scale needs num_items (the items the "
                              "loss averages over), so that the noise scale is in items")
         acc.noise.check_loss(loss)
+        acc.noise.close_micro_batch()       # the previous micro-batch's |g_j|² is complete
     if acc.window.mode is not None and mode != acc.window.mode:
         raise ValueError(f"{name}: this window mixes micro-batches with num_items and "
                          "without; pass num_items for every micro-batch or for none")
@@ -153,7 +154,7 @@ def check_flush(acc) -> None:
                            "step() yet; call step() before flush()")
 
 
-def noise_tracker(optimizer, accumulation_steps, comm, model, beta):
+def noise_tracker(acc, optimizer, accumulation_steps, comm, model, beta):
     """The :class:`~minigrad.optim.noise_scale.NoiseScaleTracker` of
     ``track_noise_scale=True``; ValueError where there is one batch size only
     (one micro-batch per window on one rank) or BatchNorm trains in ``model``."""
@@ -169,4 +170,4 @@ def noise_tracker(optimizer, accumulation_steps, comm, model, beta):
         raise ValueError(f"{owner}: the model has BatchNorm layers in training mode; the "
                          "two-batch estimate assumes each item's gradient is independent of "
                          "the others in its micro-batch, which BatchNorm breaks")
-    return NoiseScaleTracker(optimizer._params(), beta, ranks=ranks, model=model)
+    return NoiseScaleTracker(optimizer._params(), beta, ranks=ranks, accumulator=acc)

@@ -45,5 +45,3 @@ def backward_on_device(acc, loss, weight, mode) -> None:
     window.mode = mode
     window.item_total += weight
     window.awaiting_step = True
-    if acc.noise is not None:               # the micro-batch's |g_j|² (a 0-d device array)
-        acc.noise.end_micro_batch(weight, 1.0 if acc.scaler is None else acc.scaler.get_scale())

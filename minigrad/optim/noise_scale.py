@@ -42,6 +42,8 @@ and E |g_b|² = |G|² + tr(Σ)/b does not hold: the tracker refuses such a graph
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .. import autograd, backend
@@ -120,10 +122,10 @@ class NoiseScaleTracker:
             and the smoothed ``noise_scale`` after it.
     """
 
-    def __init__(self, params, beta: float = 0.9, ranks: int = 1, model=None):
+    def __init__(self, params, beta: float = 0.9, ranks: int = 1, accumulator=None):
         if not 0.0 <= beta < 1.0:
             raise ValueError(f"{_NAME}: noise_scale_beta must be in [0, 1), got {beta}")
-        self.beta, self.ranks, self.model = float(beta), int(ranks), model
+        self.beta, self.ranks = float(beta), int(ranks)
         self._ids = {id(p) for p in params}
         self.windows = 0
         self.history: list[dict] = []
@@ -131,6 +133,13 @@ class NoiseScaleTracker:
         self.reset_window()
         if self.ranks == 1:             # micro-batches are the small batch: watch them arrive
             autograd.add_leaf_observer(self)
+        if accumulator is not None:     # the window's end: around the optimizer's step
+            self._acc = weakref.ref(accumulator)
+            me = weakref.ref(self)      # hooks must not keep the tracker alive
+            accumulator.optimizer.register_step_pre_hook(
+                lambda *_: me() is not None and me()._before_step())
+            accumulator.optimizer.register_step_post_hook(
+                lambda *_: me() is not None and me()._after_step())
 
     def close(self) -> None:
         """Stop observing backward passes."""
@@ -191,17 +200,35 @@ class NoiseScaleTracker:
                                  "LayerNorm, or track without BatchNorm)")
             stack.extend(getattr(x, "_creator", None) for x in fn.inputs)
 
-    def end_micro_batch(self, weight, scale) -> None:
-        """The micro-batch's backward is done: its gradient was ``weight·scale``
-        times its mean gradient g_j, so add ``n_j |g_j|²`` = pending / (n_j scale²)."""
+    def close_micro_batch(self) -> None:
+        """The last micro-batch's backward is over (a new one starts, or the window
+        ends): its gradient was n_j·scale times its mean gradient g_j, so keep
+        ``n_j |g_j|²`` = pending / (n_j scale²), with n_j the items it added."""
+        acc = self._acc()
+        weight = float(acc.window.item_total) - self._counted
         pending, self._pending = self._pending, 0.0
-        if self.ranks == 1 and weight != 0:
-            self._micro_sq.append(pending / (float(weight) * float(scale) ** 2))
-            self._micro_items.append(float(weight))
+        self._counted += weight
+        if self.ranks == 1 and weight > 0:
+            scale = 1.0 if acc.scaler is None else float(acc.scaler.get_scale())
+            self._micro_sq.append(pending / (weight * scale ** 2))
+            self._micro_items.append(weight)
+
+    def _before_step(self) -> None:
+        """The optimizer is about to step on the window's mean gradient: estimate."""
+        self.close_micro_batch()
+        self._estimate = self.window_estimate(self._acc())
+
+    def _after_step(self) -> None:
+        """The step succeeded: fold the window's estimate in."""
+        acc = self._acc()
+        self.record(self._estimate, acc.updates + 1)
+        self._estimate = None
 
     def reset_window(self) -> None:
         """Forget the open window (closed, skipped, or restored from a state)."""
         self._pending = 0.0
+        self._counted = 0.0             # items of the micro-batches closed so far
+        self._estimate = None
         self.partial_window = False     # restored mid-window: its first norms are lost
         self._micro_sq: list = []       # n_j |g_j|² per micro-batch (0-d arrays on a GPU)
         self._micro_items: list = []
