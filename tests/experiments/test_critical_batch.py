@@ -45,3 +45,25 @@ def test_bad_target_is_one_line(capsys):
         cli.main(["critical-batch", "--target", "-1"])
     assert exit_info.value.code == 2
     assert "minigrad critical-batch: error: argument --target" in capsys.readouterr().err
+
+
+def test_train_compares_batch_b_at_the_scaled_lr_and_logs_the_noise_scale():
+    from minigrad.experiments.training import train
+    seen = []
+    result = train("digits", micro_batch=50, accumulation_steps=5, epochs=1, optimizer="sgd",
+                   compare_micro_batch=True, track_noise_scale=True, dtype=np.float64,
+                   on_update=lambda run, u, e, loss, skipped, **extra: seen.append((run, extra)))
+    assert result.micro_batch_scaled_lr == pytest.approx(0.1 / 5)    # SGD: the linear rule
+    assert len(result.micro_batch_scaled_losses) == len(result.micro_batch_losses) == 30
+    assert len(result.noise_scales) == 6 and result.noise_scales[-1] > 0
+    assert all("noise_scale" in extra for run, extra in seen if run == "accumulated")
+    adamw = train("digits", micro_batch=250, accumulation_steps=3, epochs=1,
+                  compare_micro_batch=True, dtype=np.float64)
+    assert adamw.micro_batch_scaled_lr == pytest.approx(0.01 / np.sqrt(3))   # the square root
+
+
+def test_cli_train_logs_the_noise_scale(capsys):
+    assert cli.main(["train", "--micro-batch", "50", "--accumulation-steps", "5", "--epochs",
+                     "1", "--optimizer", "sgd", "--track-noise-scale", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "noise scale" in out and "gradient noise scale B_simple after the last window" in out
