@@ -437,7 +437,12 @@ def plot_losses(result: TrainResult, path) -> None:
         # run (single-example losses plotted raw would swamp the axis).
         means = window_means(result.micro_batch_losses, B, k, epochs, size)
         ax.plot(items_seen(len(means), B * k, epochs, size), means, color="tab:gray",
-                marker=".", label=f"plain batch {B}, mean over each {k} updates")
+                marker=".", label=f"plain batch {B}, same lr, mean over each {k} updates")
+    if result.micro_batch_scaled_losses is not None:
+        means = window_means(result.micro_batch_scaled_losses, B, k, epochs, size)
+        ax.plot(items_seen(len(means), B * k, epochs, size), means, color="tab:green",
+                marker=".", label=f"plain batch {B}, lr {result.micro_batch_scaled_lr:.3g} "
+                                  f"(scaled), mean over each {k} updates")
     ax.plot(items_seen(len(result.losses), B * k, epochs, size), result.losses,
             color="tab:blue", label=f"accumulated: {k} x {B}")
     if result.full_batch_losses is not None:

@@ -225,3 +225,24 @@ def test_data_parallel_ranks_are_the_small_batches(float64):
     for h in results:
         assert h["small_batch"] == 4 and h["items"] == 8
         np.testing.assert_allclose([h["grad_sq"], h["trace"]], expected, rtol=1e-10)
+
+
+def test_the_same_estimates_on_every_device(device, float64):
+    """On the GPU the micro-batch norms stay on the device until the window ends."""
+    model, x, y, _ = _task()
+    state = model.state_dict()
+    groups = [np.arange(0, 3), np.arange(3, 5), np.arange(5, 12), np.arange(12, 14)]
+    estimates = []
+    for where in ("cpu", device):
+        model.load_state_dict(state)
+        model.to(where)
+        acc = GradientAccumulator(SGD(model.parameters(), lr=0.1), 2, track_noise_scale=True)
+        for idx in groups:
+            out = model(minigrad.tensor(x[idx], device=where))
+            loss = nn.functional.mse_loss(out, minigrad.tensor(y[idx], device=where))
+            acc.backward(loss, num_items=len(idx))
+            acc.step()
+        estimates.append([[h["grad_sq"], h["trace"]] for h in acc.noise.history])
+        model.to("cpu")
+    assert len(estimates[0]) == 2
+    np.testing.assert_allclose(estimates[1], estimates[0], rtol=1e-9)
