@@ -123,7 +123,8 @@ class GradientAccumulator:
             rank's window and the all-reduced one), at the cost of one dot
             product per parameter gradient (:mod:`~minigrad.optim.noise_scale`).
             Needs ``num_items`` and two batch sizes (k >= 2, or >= 2 ranks);
-            refuses a graph with BatchNorm in training mode.
+            refuses a graph with BatchNorm in training mode.  Its averages are
+            not part of ``state_dict()``; a window restored mid-way is not measured.
         noise_scale_beta: the decay of its two moving averages (default 0.9).
 
     Attributes:

@@ -34,6 +34,16 @@ micro-batches) is the small batch and the all-reduced window the big one:
 b = B / W.  The ranks add their item-weighted squared norms in one extra
 all-reduce of two numbers per window.
 
+**Where the norms come from, at no memory cost.**  A micro-batch's squared
+norm is the sum over parameters of a dot product of the flat incoming gradient
+with itself, taken as the backward driver hands it to ``.grad``
+(:func:`minigrad.autograd.add_leaf_observer`): nothing is copied and nothing
+of a parameter's size allocated.  It is closed when the next ``backward``
+starts, or when the optimizer is about to step (a step pre-hook), where the
+window's squared norm is read from ``.grad`` (from the clipping norm when
+clipped); a step post-hook folds the estimate in once the update succeeded.
+The accumulator's own code is untouched by all of this.
+
 **Where it does not apply.**  A window of one micro-batch has only one batch
 size (b = B): there is nothing to solve (use k >= 2, or data parallelism).
 BatchNorm in training normalizes each item by its micro-batch's statistics,
