@@ -42,7 +42,7 @@ of a parameter's size allocated.  It is closed when the next ``backward``
 starts, or when the optimizer is about to step (a step pre-hook), where the
 window's squared norm is read from ``.grad`` (from the clipping norm when
 clipped); a step post-hook folds the estimate in once the update succeeded.
-The accumulator's own code is untouched by all of this.
+The accumulator's update path (backward, step, the update) is untouched.
 
 **Where it does not apply.**  A window of one micro-batch has only one batch
 size (b = B): there is nothing to solve (use k >= 2, or data parallelism).
