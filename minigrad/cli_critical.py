@@ -21,9 +21,10 @@ def add_critical_batch_parser(commands, positive_float) -> None:
                     "1, 2, 4, ..., 128 (accumulated micro-batches of at most 8), each at its "
                     "best learning rate from a sweep over factors of 2; fit S = S_min + "
                     "E_min/B and report B_crit = E_min/S_min and the measured noise scale "
-                    "B_simple = tr(Σ)/|G|². About 5 minutes on 2 cores; --quick about 30 s.")
+                    "B_simple = tr(Σ)/|G|². About 30 s on 2 cores; --quick a few seconds.")
     p.add_argument("--quick", action="store_true",
-                   help="batch sizes 1, 4, 16, 64 and one seed (about 30 s)")
+                   help="batch sizes 1, 4, 16, 64, one seed, learning rates a factor 2 apart "
+                        "(a few seconds)")
     p.add_argument("--target", type=positive_float, default=None, metavar="LOSS",
                    help="the training loss to reach (default: 0.3; the start is 2.36)")
     p.add_argument("--out", metavar="DIR", default="runs/critical-batch",
