@@ -303,3 +303,6 @@ def _stack_device(values):
     """0-d CuPy arrays (and floats) into one host array: one transfer."""
     xp = backend.get_array_module(next(v for v in values if backend.is_array(v)))
     return xp.stack([xp.asarray(v, dtype=np.float64) for v in values])
+
+
+__all__ = ["unbiased_estimates", "window_estimates", "squared_norm", "NoiseScaleTracker"]
