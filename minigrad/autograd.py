@@ -34,6 +34,7 @@ the graph is kept and a second pass adds exactly the same gradients again
 from __future__ import annotations
 
 import sys
+import weakref
 
 import numpy as np
 
@@ -342,6 +343,8 @@ def _finish_leaf(leaf, entry) -> None:
     """
     g, entry[1] = entry[1], None         # now g is held by this name only
     if g is not None:
+        if _leaf_observers:             # e.g. the gradient noise scale (optim/noise_scale.py)
+            _observe(leaf, g)
         unshared = g.base is None and sys.getrefcount(g) == _UNSHARED_REFCOUNT
         _accumulate_leaf(leaf, g, unshared)
 
@@ -367,6 +370,34 @@ def _accumulate_leaf(leaf, g, owned: bool) -> None:
         # END SOLUTION
 
 
+# Observers of the gradients added into leaves: objects with a method
+# ``observe_leaf_gradient(leaf, g)``, called with this pass's own gradient ``g``
+# of ``leaf`` just before it is added into ``leaf.grad`` (``g`` must not be
+# changed or kept).  Held by weak reference: an observer that nobody else
+# holds stops observing.  :class:`minigrad.optim.noise_scale.NoiseScaleTracker`
+# takes the squared norm of each micro-batch's gradient here, where it arrives,
+# without copying ``.grad``.
+_leaf_observers: weakref.WeakSet = weakref.WeakSet()
+
+
+def _observe(leaf, g) -> None:
+    for observer in list(_leaf_observers):
+        observer.observe_leaf_gradient(leaf, g)
+
+
+def add_leaf_observer(observer) -> None:
+    """Call ``observer.observe_leaf_gradient(leaf, g)`` for every gradient that a
+    backward pass through a graph adds into a leaf's ``.grad`` (in every
+    thread; not ``leaf.backward(grad)`` called on a leaf itself), until
+    :func:`remove_leaf_observer` or until the observer is garbage-collected."""
+    _leaf_observers.add(observer)
+
+
+def remove_leaf_observer(observer) -> None:
+    """Stop calling ``observer`` (nothing happens if it was not observing)."""
+    _leaf_observers.discard(observer)
+
+
 def unbroadcast(grad, shape):
     """Sum ``grad`` down to ``shape``: the reverse of NumPy broadcasting.
 
@@ -386,4 +417,5 @@ def unbroadcast(grad, shape):
 
 
 __all__ = ["Function", "backward", "no_grad", "enable_grad", "is_grad_enabled",
-           "set_grad_enabled", "unbroadcast", "Edge", "NO_GRAD"]
+           "set_grad_enabled", "unbroadcast", "Edge", "NO_GRAD", "add_leaf_observer",
+           "remove_leaf_observer"]

@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"minigrad {__version__}")
     # not required: without a command main() prints the usage (exit status 2)
     commands = parser.add_subparsers(dest="command",
-                                     metavar="{verify,train,plan,pretrain,finetune}",
+                                     metavar="{verify,train,plan,pretrain,finetune,critical-batch}",
                                      parser_class=_Parser)
 
     verify = commands.add_parser(
@@ -151,9 +151,14 @@ def build_parser() -> argparse.ArgumentParser:
                             "order) with full batches of B*K and overlay the curves")
     train.add_argument("--compare-micro-batch", action="store_true",
                        help="also train the same model with plain batches of B (no "
-                            "accumulation, K times as many updates) and overlay its curve, "
-                            "averaged over each K updates (the same items as one window); "
-                            "e.g. --micro-batch 1 --accumulation-steps 16")
+                            "accumulation, K times as many updates), at the same lr and at "
+                            "the lr scaled for batch B (lr/K for sgd, lr/sqrt(K) for adamw), "
+                            "and overlay the same-lr curve, averaged over each K updates (the "
+                            "same items as one window); e.g. --micro-batch 1 "
+                            "--accumulation-steps 16")
+    train.add_argument("--track-noise-scale", action="store_true",
+                       help="measure the gradient noise scale B_simple = tr(Σ)/|G|² from the "
+                            "micro-batches and windows (K >= 2) and log it every update")
     train.add_argument("--no-progress", action="store_true",
                        help="no progress bar (the per-update log lines remain)")
     train.set_defaults(command_parser=train)
@@ -162,6 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_gpt import add_gpt_parsers  # noqa: PLC0415 (pretrain and finetune live there)
     add_gpt_parsers(commands, (_positive_int, _non_negative_int, _positive_float),
                     _add_device_and_dtype)
+    from .cli_critical import add_critical_batch_parser  # noqa: PLC0415
+    add_critical_batch_parser(commands, _positive_float)
     return parser
 
 
@@ -195,6 +202,9 @@ def _check_environment(args) -> None:
     if plots and Path(plots).exists() and not Path(plots).is_dir():
         sub.error(f"--plots {plots}: is a file, expected a folder")
     if args.command == "train":
+        if args.track_noise_scale and args.accumulation_steps < 2:
+            sub.error("--track-noise-scale needs two batch sizes, micro-batch and window: "
+                      "--accumulation-steps >= 2")
         from .experiments.training import TRAIN_SIZES  # noqa: PLC0415
         batch, size = args.micro_batch * args.accumulation_steps, TRAIN_SIZES[args.dataset]
         if batch > size:
@@ -272,10 +282,11 @@ def run_train(args) -> int:
     totals = {"accumulated": total, "full-batch": total,
               "micro-batch": args.epochs * math.ceil(training.TRAIN_SIZES[args.dataset]
                                                      / args.micro_batch)}
+    totals["scaled-lr"] = totals["micro-batch"]
     bars = {}
     windows = {}
 
-    def on_update(run, update, epoch, loss, skipped=False):
+    def on_update(run, update, epoch, loss, skipped=False, **extra):
         windows[run] = windows.get(run, 0) + 1
         if run not in bars:           # a new run: close the previous run's bar first
             for previous in bars.values():
@@ -288,6 +299,9 @@ def run_train(args) -> int:
                     f"(window {windows[run]}: non-finite loss or gradient, no update)")
         else:
             line = f"{run:>11}  update {update:4d}  epoch {epoch + 1}  window loss {loss:.6f}"
+            if "noise_scale" in extra:
+                scale = extra["noise_scale"]
+                line += "  noise scale " + ("-" if scale is None else f"{scale:.1f}")
         if bar is None:
             print(line, flush=True)
         else:
@@ -300,7 +314,8 @@ def run_train(args) -> int:
                             optimizer=args.optimizer, lr=args.lr, device=args.device,
                             seed=args.seed, dtype=np.dtype(args.dtype),
                             compare_full_batch=args.compare_full_batch,
-                            compare_micro_batch=args.compare_micro_batch, on_update=on_update)
+                            compare_micro_batch=args.compare_micro_batch, on_update=on_update,
+                            track_noise_scale=args.track_noise_scale)
     for bar in bars.values():
         if bar is not None:
             bar.close()
@@ -313,10 +328,20 @@ def run_train(args) -> int:
               f"{result.max_loss_gap:.2e}")
     if result.micro_batch_losses is not None:
         print(f"held-out {result.metric_name} (plain batch {args.micro_batch}, "
-              f"{len(result.micro_batch_losses)} updates): {result.micro_batch_metric:.4f}")
+              f"{len(result.micro_batch_losses)} updates): {result.micro_batch_metric:.4f} "
+              f"at the same lr {result.settings['lr']:g}, "
+              f"{result.micro_batch_scaled_metric:.4f} at lr {result.micro_batch_scaled_lr:.3g} "
+              f"({'lr/K' if args.optimizer == 'sgd' else 'lr/sqrt(K)'})")
+        print(f"  (at the same lr, batch {args.micro_batch} takes {args.accumulation_steps} "
+              "times as many steps of the same size: the gap there is the learning rate's, "
+              "not gradient noise's; chapter 14 compares batch sizes at tuned rates)")
     if args.plot:
         training.plot_losses(result, args.plot)
         print(f"wrote {args.plot}")
+    if result.noise_scales:
+        last = result.noise_scales[-1]
+        print("gradient noise scale B_simple after the last window: "
+              + ("not yet measured" if last is None else f"{last:.1f} items"))
     print(f"done in {result.seconds:.1f} s: {result.updates} updates")
     if result.skipped_windows:
         print(f"{result.skipped_windows} windows skipped (non-finite loss or gradient; "
@@ -361,6 +386,9 @@ def main(argv=None) -> int:
         try:
             if args.command == "verify":
                 return run_verify(args)
+            if args.command == "critical-batch":
+                from .cli_critical import run_critical_batch  # noqa: PLC0415
+                return run_critical_batch(args)
             if args.command in ("pretrain", "finetune"):
                 from . import cli_gpt  # noqa: PLC0415
                 run = cli_gpt.run_pretrain if args.command == "pretrain" else cli_gpt.run_finetune

@@ -77,9 +77,11 @@ def add_gpt_parsers(commands, number_types, add_device_and_dtype) -> None:
                    help="tokens: num_items = completion tokens (exact); micro-batch-mean: "
                         "the 2024 bug, each micro-batch's mean weighted 1/K")
     f.add_argument("--compare-micro-batch", action="store_true",
-                   help="also fine-tune a copy with plain batches of B (no accumulation, K "
-                        "times the updates) and report its loss per window and final "
-                        "validation loss, e.g. --micro-batch 1 --accumulation-steps 16")
+                   help="also fine-tune copies with plain batches of B (no accumulation, K "
+                        "times the updates), at the same lr and at lr/sqrt(K), and report "
+                        "their loss per window and final validation loss, e.g. "
+                        "--micro-batch 1 --accumulation-steps 16; at the same lr the K "
+                        "times as many steps make it a learning-rate comparison")
     f.add_argument("--plot", metavar="PATH",
                    help="save the loss curve(s) to PATH (.png, .svg, .pdf; needs matplotlib)")
     f.add_argument("--seed", type=non_negative_int, default=0,
@@ -181,7 +183,12 @@ def run_finetune(args, progress) -> int:
         print(f"plain batch {args.micro_batch} ({args.updates * args.accumulation_steps} "
               f"updates): last window's loss {result['micro_batch_losses'][-1]:.4f} "
               f"(accumulated: {result['window_losses'][-1]:.4f}), validation loss "
-              f"{result['micro_batch_val_loss']:.4f}")
+              f"{result['micro_batch_val_loss']:.4f} at the same lr "
+              f"{result['micro_batch_lr']:.3g}, {result['micro_batch_scaled_val_loss']:.4f} "
+              f"at lr/sqrt({args.accumulation_steps}) = {result['micro_batch_scaled_lr']:.3g}")
+        print(f"  (at the same lr, batch {args.micro_batch} takes {args.accumulation_steps} "
+              "times as many steps of the same size: the gap there is the learning rate's, "
+              "not gradient noise's; chapter 14 compares batch sizes at tuned rates)")
     print(f"prompt: {result['prompt']!r}\n  before: {result['sample_before']!r}\n"
           f"  after:  {result['sample_after']!r}")
     if args.plot:
@@ -209,8 +216,10 @@ def _plot_finetune(result, args) -> None:
             label=f"{args.accumulation_steps} x {args.micro_batch} accumulated")
     if "micro_batch_losses" in result:
         ax.plot(updates, result["micro_batch_losses"], "--",
-                label=f"batch {args.micro_batch}, over the same {args.accumulation_steps} x "
-                      f"{args.micro_batch} pairs")
+                label=f"batch {args.micro_batch}, same lr, over the same "
+                      f"{args.accumulation_steps} x {args.micro_batch} pairs")
+        ax.plot(updates, result["micro_batch_scaled_losses"], ":",
+                label=f"batch {args.micro_batch}, lr/√{args.accumulation_steps}")
     ax.set_xlabel("window")
     ax.set_ylabel("loss per completion token")
     ax.legend()

@@ -77,6 +77,9 @@ PATHS = {
     "tests/nn/test_quantized.py": 12,
     "tests/exercises/test_ch12.py": 12,
     "tests/exercises/test_ch13.py": 13,
+    "tests/exercises/test_ch14.py": 14,
+    "tests/optim/test_noise_scale.py": 14,     # the gradient noise scale
+    "tests/experiments/test_critical_batch.py": 14,
     "tests/functions/test_attention.py": 13,   # attention: chapter 13's material
     "tests/models/": 13,
 }

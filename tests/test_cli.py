@@ -210,7 +210,7 @@ def test_every_parser_refuses_abbreviations():
     parser = cli.build_parser()
     subparsers = parser._subparsers._group_actions[0].choices
     assert parser.allow_abbrev is False
-    assert set(subparsers) == {"verify", "train", "plan", "pretrain", "finetune"}
+    assert set(subparsers) == {"verify", "train", "plan", "pretrain", "finetune", "critical-batch"}
     assert all(p.allow_abbrev is False for p in subparsers.values())
 
 

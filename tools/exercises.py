@@ -87,6 +87,7 @@ EXERCISES = {
     "13.2": "the causal mask",
     "13.3": "LoRA's forward and merge",
     "13.4": "the completion tokens of a prompt/completion batch",
+    "14.1": "the gradient noise scale from two batch sizes",
 }
 
 ID_RE = re.compile(r"^(\d{1,2})\.(\d{1,2})$")
@@ -125,7 +126,7 @@ _PLANNED_CHAPTERS = {
     6: "06_batchnorm_exception.md", 7: "07_memory_and_time.md",
     8: "08_character_model.md", 9: "09_gpu.md", 10: "10_data_parallel.md",
     11: "11_pipeline.md", 12: "12_precision_and_memory.md",
-    13: "13_finetuning_a_transformer.md",
+    13: "13_finetuning_a_transformer.md", 14: "14_how_many_steps.md",
 }
 
 

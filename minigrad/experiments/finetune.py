@@ -172,11 +172,17 @@ def finetune(*, micro_batch=1, accumulation_steps=16, updates=30, lr=None, lora_
     completion token before and after, trainable parameter count, a sample
     completion before and after, seconds, and the model.
 
-    ``compare_micro_batch`` also trains a second copy on the same pairs with
-    plain batches of ``micro_batch`` (one update each, ``accumulation_steps``
-    times as many updates) and adds its losses averaged over the pairs of each
-    window, weighted by completion tokens as a window's loss is, and its final
-    validation loss (``micro_batch_losses``, ``micro_batch_val_loss``).
+    ``compare_micro_batch`` also trains copies on the same pairs with plain
+    batches of ``micro_batch`` (one update each, ``accumulation_steps`` = k
+    times as many updates): one at the same learning rate, whose k times as
+    many steps of the same size make it a comparison of learning rates, not of
+    gradient noise, and one at lr/√k (the square-root scaling rule for Adam:
+    k steps whose summed noise variance matches one accumulated step's).  It adds
+    the same-lr run's losses averaged over the pairs of each window, weighted by
+    completion tokens as a window's loss is, and its final validation loss
+    (``micro_batch_losses``, ``micro_batch_val_loss``), and the scaled run's
+    (``micro_batch_scaled_losses``, ``micro_batch_scaled_val_loss``,
+    ``micro_batch_scaled_lr``).  Chapter 14 compares batch sizes fairly.
     The validation losses are over the first ``val_pairs`` held-out pairs.
 
     ``quantize`` ("int8", "nf4", "nf4-dq") stores the base's Linear weights
@@ -212,16 +218,20 @@ def finetune(*, micro_batch=1, accumulation_steps=16, updates=30, lr=None, lora_
                                           if p.requires_grad),
               "parameters": parameters, "seconds": time.perf_counter() - start, **extra}
     if compare_micro_batch:
-        plain, _, _ = load_gpt(checkpoint, device=device, dtype=dtype)
-        if quantize:
-            quantize_base(plain, quantize)
         per_update = [(m, [m]) for _, micro in windows for m in micro]   # one update each
-        plain_losses, tokens = _train(plain, per_update, 1, lr, lora_rank, lora_alpha,
-                                      checkpointing, normalization, seed, device, None)
+        base_lr = lr or (3e-3 if lora_rank else 3e-4)
         shape = (updates, accumulation_steps)      # token-weighted, as a window's loss is
-        weighted = np.reshape(np.multiply(plain_losses, tokens), shape).sum(axis=1)
-        result["micro_batch_losses"] = (weighted / np.reshape(tokens, shape).sum(axis=1)).tolist()
-        result["micro_batch_val_loss"] = evaluate_pairs(plain, val, device=device)
+        for key, rate in (("micro_batch", base_lr),
+                          ("micro_batch_scaled", base_lr / np.sqrt(accumulation_steps))):
+            plain, _, _ = load_gpt(checkpoint, device=device, dtype=dtype)
+            if quantize:
+                quantize_base(plain, quantize)
+            plain_losses, tokens = _train(plain, per_update, 1, rate, lora_rank, lora_alpha,
+                                          checkpointing, normalization, seed, device, None)
+            weighted = np.reshape(np.multiply(plain_losses, tokens), shape).sum(axis=1)
+            result[f"{key}_losses"] = (weighted / np.reshape(tokens, shape).sum(axis=1)).tolist()
+            result[f"{key}_val_loss"] = evaluate_pairs(plain, val, device=device)
+            result[f"{key}_lr"] = float(rate)
     return result
 
 

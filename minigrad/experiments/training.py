@@ -167,8 +167,14 @@ class TrainResult:
         full_batch_losses, full_batch_metric: the same for the full-batch run
             (batches of B·k), or None when it was not asked for.
         micro_batch_losses, micro_batch_metric: the same for plain training
-            with batches of B and no accumulation (k times as many updates),
-            or None when it was not asked for.
+            with batches of B and no accumulation (k times as many updates of
+            the same learning rate: a comparison of learning rates as much as
+            of batch sizes), or None when it was not asked for.
+        micro_batch_scaled_losses, micro_batch_scaled_metric, micro_batch_scaled_lr:
+            the same at the learning rate scaled down for batch B (lr/k for
+            SGD, the linear rule; lr/√k for AdamW, the square-root rule).
+        noise_scales: with ``track_noise_scale``, the accumulator's smoothed
+            gradient noise scale after each window (None until it has one).
         settings: the arguments of :func:`train` (for plot titles and logs).
     """
 
@@ -181,7 +187,11 @@ class TrainResult:
     full_batch_metric: float | None = None
     micro_batch_losses: np.ndarray | None = None
     micro_batch_metric: float | None = None
+    micro_batch_scaled_losses: np.ndarray | None = None
+    micro_batch_scaled_metric: float | None = None
+    micro_batch_scaled_lr: float | None = None
     skipped_windows: int = 0
+    noise_scales: list | None = None
 
     @property
     def updates(self) -> int:
@@ -199,16 +209,19 @@ class TrainResult:
 
 
 def train_accumulated(task: Task, model, optimizer, *, micro_batch: int, accumulation_steps: int,
-                      epochs: int, seed: int, on_update=None) -> list[float]:
+                      epochs: int, seed: int, on_update=None,
+                      track_noise_scale: bool = False) -> list[float]:
     """The training loop with gradient accumulation; returns the window loss per update.
 
     ``on_update(update, epoch, window_loss, skipped)`` is called after every
     window: ``update`` counts the updates made so far, and ``skipped`` is True
     for a window the accumulator skipped (a non-finite loss or gradient), which
     made no update.  The returned list holds every window's loss, skipped
-    ones included.
+    ones included.  With ``track_noise_scale`` the accumulator measures the
+    gradient noise scale, passed as ``on_update(..., noise_scale=value)``.
     """
-    accumulator = optim.GradientAccumulator(optimizer, accumulation_steps)
+    accumulator = optim.GradientAccumulator(optimizer, accumulation_steps,
+                                            track_noise_scale=track_noise_scale)
     rng = np.random.default_rng(seed)
     losses = []
     model.train()
@@ -224,7 +237,9 @@ def train_accumulated(task: Task, model, optimizer, *, micro_batch: int, accumul
                 updated = accumulator.flush()
             losses.append(accumulator.window_loss)
             if on_update is not None:
-                on_update(accumulator.updates, epoch, accumulator.window_loss, not updated)
+                extra = {"noise_scale": accumulator.noise_scale} if track_noise_scale else {}
+                on_update(accumulator.updates, epoch, accumulator.window_loss, not updated,
+                          **extra)
     return losses
 
 
@@ -251,7 +266,7 @@ def train(dataset: str = "digits", *, micro_batch: int = 16, accumulation_steps:
           epochs: int = 1, optimizer: str = "adamw", lr: float | None = None,
           device: str = "cpu", seed: int = 0, dtype=np.float32,
           compare_full_batch: bool = False, compare_micro_batch: bool = False,
-          on_update=None) -> TrainResult:
+          on_update=None, track_noise_scale: bool = False) -> TrainResult:
     """Train on ``dataset`` with micro-batches of B accumulated over k steps.
 
     Args:
@@ -265,9 +280,15 @@ def train(dataset: str = "digits", *, micro_batch: int = 16, accumulation_steps:
             initial parameters and example order.
         compare_full_batch: also train a copy of the model (same initial
             parameters) with full batches of B·k.
-        compare_micro_batch: also train a copy with plain batches of B (one
-            update per micro-batch, no accumulation): with B = 1 its curve
-            shows the noise that accumulation over k micro-batches removes.
+        compare_micro_batch: also train copies with plain batches of B (one
+            update per micro-batch, no accumulation), at the same learning
+            rate and at the rate scaled for batch B (lr/k for SGD, lr/√k for
+            AdamW).  At the same rate, batch B takes k times as many steps of
+            the same size: its gap to the accumulated run is mostly the
+            learning rate's, not gradient noise's (chapter 14).
+        track_noise_scale: measure the gradient noise scale B_simple in the
+            accumulated run (needs k >= 2); ``on_update`` then also gets
+            ``noise_scale=`` and the result holds ``noise_scales``.
         on_update: ``on_update(run, update, epoch, loss, skipped)`` after every
             window, ``run`` being ``"accumulated"``, ``"full-batch"`` or
             ``"micro-batch"`` (for logs and progress bars); ``update`` counts
@@ -310,17 +331,23 @@ def train(dataset: str = "digits", *, micro_batch: int = 16, accumulation_steps:
 
     skipped = []
 
-    def count_skipped(u, e, loss, was_skipped):
+    noise_scales = []
+
+    def count_skipped(u, e, loss, was_skipped, **extra):
         skipped.append(was_skipped)
+        if "noise_scale" in extra:
+            noise_scales.append(extra["noise_scale"])
         if on_update is not None:
-            on_update("accumulated", u, e, loss, was_skipped)
+            on_update("accumulated", u, e, loss, was_skipped, **extra)
 
     model = build_model(task.make_model, seed=seed, device=device, dtype=dtype)
     losses = train_accumulated(task, model, make_optimizer(optimizer, model.parameters(), lr),
                                micro_batch=micro_batch, accumulation_steps=accumulation_steps,
-                               epochs=epochs, seed=seed, on_update=count_skipped)
+                               epochs=epochs, seed=seed, on_update=count_skipped,
+                               track_noise_scale=track_noise_scale)
     result = TrainResult(np.array(losses), task.evaluate(model), task.metric_name, settings, 0.0,
-                         skipped_windows=int(sum(skipped)))
+                         skipped_windows=int(sum(skipped)),
+                         noise_scales=noise_scales if track_noise_scale else None)
     if compare_full_batch:
         reference = build_model(task.make_model, seed=seed, device=device, dtype=dtype)
         full = train_full_batch(task, reference,
@@ -330,12 +357,20 @@ def train(dataset: str = "digits", *, micro_batch: int = 16, accumulation_steps:
         result.full_batch_losses = np.array(full)
         result.full_batch_metric = task.evaluate(reference)
     if compare_micro_batch:
-        plain = build_model(task.make_model, seed=seed, device=device, dtype=dtype)
-        losses = train_full_batch(task, plain, make_optimizer(optimizer, plain.parameters(), lr),
-                                  batch_size=micro_batch, epochs=epochs, seed=seed,
-                                  on_update=report("micro-batch"))
-        result.micro_batch_losses = np.array(losses)
-        result.micro_batch_metric = task.evaluate(plain)
+        scaled = lr / (accumulation_steps if optimizer == "sgd" else np.sqrt(accumulation_steps))
+        for run, rate in (("micro-batch", lr), ("scaled-lr", float(scaled))):
+            plain = build_model(task.make_model, seed=seed, device=device, dtype=dtype)
+            losses = train_full_batch(task, plain,
+                                      make_optimizer(optimizer, plain.parameters(), rate),
+                                      batch_size=micro_batch, epochs=epochs, seed=seed,
+                                      on_update=report(run))
+            if run == "micro-batch":
+                result.micro_batch_losses = np.array(losses)
+                result.micro_batch_metric = task.evaluate(plain)
+            else:
+                result.micro_batch_scaled_losses = np.array(losses)
+                result.micro_batch_scaled_metric = task.evaluate(plain)
+                result.micro_batch_scaled_lr = rate
     result.seconds = time.perf_counter() - start
     return result
 
@@ -402,7 +437,12 @@ def plot_losses(result: TrainResult, path) -> None:
         # run (single-example losses plotted raw would swamp the axis).
         means = window_means(result.micro_batch_losses, B, k, epochs, size)
         ax.plot(items_seen(len(means), B * k, epochs, size), means, color="tab:gray",
-                marker=".", label=f"plain batch {B}, mean over each {k} updates")
+                marker=".", label=f"plain batch {B}, same lr, mean over each {k} updates")
+    if result.micro_batch_scaled_losses is not None:
+        means = window_means(result.micro_batch_scaled_losses, B, k, epochs, size)
+        ax.plot(items_seen(len(means), B * k, epochs, size), means, color="tab:green",
+                marker=".", label=f"plain batch {B}, lr {result.micro_batch_scaled_lr:.3g} "
+                                  f"(scaled), mean over each {k} updates")
     ax.plot(items_seen(len(result.losses), B * k, epochs, size), result.losses,
             color="tab:blue", label=f"accumulated: {k} x {B}")
     if result.full_batch_losses is not None:

@@ -117,6 +117,15 @@ class GradientAccumulator:
             micro-batch's loss is multiplied by its scale, the window's sum is
             unscaled once before clipping, an inf/nan window is skipped
             silently and the scale updated once per window.
+        track_noise_scale: if True, estimate the gradient noise scale
+            B_simple = tr(Σ)/|G|² from every window, micro-batches as the
+            small batch and the window as the big one (data parallel: each
+            rank's window and the all-reduced one), at the cost of one dot
+            product per parameter gradient (:mod:`~minigrad.optim.noise_scale`).
+            Needs ``num_items`` and two batch sizes (k >= 2, or >= 2 ranks);
+            refuses a graph with BatchNorm in training mode.  Its averages are
+            not part of ``state_dict()``; a window restored mid-way is not measured.
+        noise_scale_beta: the decay of its two moving averages (default 0.9).
 
     Attributes:
         micro_step: micro-batches completed in the current window (0 ... k-1).
@@ -127,6 +136,9 @@ class GradientAccumulator:
         last_grad_norm: the global gradient norm before clipping at the last
             update (None unless ``max_grad_norm`` is set).
         skipped_windows: windows skipped because of non-finite values.
+        noise_scale, noise_grad_sq, noise_trace: with ``track_noise_scale``,
+            the smoothed B_simple, |G|² and tr(Σ) (None before the first
+            window); ``noise`` holds the tracker and its per-window ``history``.
 
     Raises:
         TypeError: ``optimizer`` is not an Optimizer, ``accumulation_steps``
@@ -167,12 +179,15 @@ class GradientAccumulator:
 
     def __init__(self, optimizer, accumulation_steps, *, max_grad_norm=None,
                  scheduler=None, model=None, comm=None, dtype=None, compensated=False,
-                 scaler=None):
+                 scaler=None, track_noise_scale=False, noise_scale_beta=0.9):
         self.max_grad_norm = checks.check_accumulator(optimizer, accumulation_steps,
                                                       max_grad_norm, scheduler, model, scaler,
                                                       comm)
         self.optimizer, self.accumulation_steps = optimizer, int(accumulation_steps)
         self.scheduler, self.model, self.comm, self.scaler = scheduler, model, comm, scaler
+        # The gradient noise scale, if asked for (noise_scale.py); None: not measured.
+        self.noise = checks.noise_tracker(self, optimizer, accumulation_steps, comm, model,
+                                          noise_scale_beta) if track_noise_scale else None
         if model is not None:
             nn.set_merge_running_stats(model, True)
         # Precision of the window's sums (buffers.py); None: .grad itself.
@@ -187,6 +202,8 @@ class GradientAccumulator:
 
     def _reset_window(self) -> None:
         self.window = Window()          # the open window's counts (accumulation_state.py)
+        if self.noise is not None:
+            self.noise.reset_window()
 
     @property
     def micro_step(self) -> int:
@@ -317,6 +334,8 @@ class GradientAccumulator:
         if self.buffer is not None:     # the window's sums, summed in the buffer,
             self.buffer.write(self.optimizer._params())     # back into .grad
         self.window.settle()            # a GPU window's loss sum, to the host once
+        if self.noise is not None and self.noise.ranks > 1:
+            self.noise.before_reduce(self)      # this rank's window: the small batch
         if self.comm is not None and not self._reduce_window():
             return None                 # no rank had a micro-batch (flush at the end)
         if self.window.item_total == 0:     # every micro-batch empty: no mean to step on
@@ -396,6 +415,26 @@ class GradientAccumulator:
                 raise).
         """
         load_accumulator_state(self, state)
+        if self.noise is not None:      # the restored window's micro-batch norms are unknown
+            self.noise.reset_window()
+            self.noise.partial_window = self.micro_step > 0
+
+    # ------------------------------------------------- the gradient noise scale
+    @property
+    def noise_scale(self):
+        """B_simple = tr(Σ)/|G|² in items, smoothed over windows (``track_noise_scale``);
+        None before the first estimate."""
+        return None if self.noise is None else self.noise.noise_scale
+
+    @property
+    def noise_grad_sq(self):
+        """The smoothed estimate of |G|², the true gradient's squared norm."""
+        return None if self.noise is None else self.noise.grad_sq
+
+    @property
+    def noise_trace(self):
+        """The smoothed estimate of tr(Σ), the per-item gradients' total variance."""
+        return None if self.noise is None else self.noise.trace
 
     def __repr__(self):
         return (f"GradientAccumulator(accumulation_steps={self.accumulation_steps}, "

@@ -74,6 +74,12 @@ def check_backward(acc, loss, num_items):
                            "if one micro-batch has several)")
     weight = num_items_weight(num_items)
     mode = "count" if num_items is None else "items"
+    if acc.noise is not None:
+        if num_items is None:
+            raise ValueError(f"{name}: track_noise_scale needs num_items (the items the "
+                             "loss averages over), so that the noise scale is in items")
+        acc.noise.check_loss(loss)
+        acc.noise.close_micro_batch()       # the previous micro-batch's |g_j|² is complete
     if acc.window.mode is not None and mode != acc.window.mode:
         raise ValueError(f"{name}: this window mixes micro-batches with num_items and "
                          "without; pass num_items for every micro-batch or for none")
@@ -146,3 +152,22 @@ def check_flush(acc) -> None:
     if acc.window.awaiting_step:
         raise RuntimeError("GradientAccumulator.flush: the last backward() has no "
                            "step() yet; call step() before flush()")
+
+
+def noise_tracker(acc, optimizer, accumulation_steps, comm, model, beta):
+    """The :class:`~minigrad.optim.noise_scale.NoiseScaleTracker` of
+    ``track_noise_scale=True``; ValueError where there is one batch size only
+    (one micro-batch per window on one rank) or BatchNorm trains in ``model``."""
+    from .noise_scale import NoiseScaleTracker  # noqa: PLC0415
+    owner = "GradientAccumulator(track_noise_scale=True)"
+    ranks = 1 if comm is None else int(comm.Get_size())
+    if ranks == 1 and accumulation_steps < 2:
+        raise ValueError(f"{owner}: a window of one micro-batch has one batch size only "
+                         "(b = B), and the noise scale needs two; use accumulation_steps "
+                         ">= 2 (micro-batch = small batch, window = big batch) or data "
+                         "parallelism over >= 2 ranks")
+    if model is not None and any(layer.training for layer in nn.batchnorm_layers(model)):
+        raise ValueError(f"{owner}: the model has BatchNorm layers in training mode; the "
+                         "two-batch estimate assumes each item's gradient is independent of "
+                         "the others in its micro-batch, which BatchNorm breaks")
+    return NoiseScaleTracker(optimizer._params(), beta, ranks=ranks, accumulator=acc)

@@ -203,8 +203,8 @@ def test_tests_of_an_exercise_not_started_are_held_back_and_fail_the_run(tmp_pat
 def test_a_chapter_that_does_not_exist_is_an_error_naming_the_chapters(tmp_path):
     tree = _tiny_tree(tmp_path, "def test_x():\n    assert True\n", {})
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "tests", "--chapter", "14"], cwd=tree,
+                           "tests", "--chapter", "15"], cwd=tree,
                           env={"PYTHONPATH": str(tree), "PATH": ""},
                           capture_output=True, text=True)
     assert proc.returncode == 4, proc.stdout + proc.stderr
-    assert "CHAPTER=14: there is no such chapter; the chapters are 0-13" in proc.stderr
+    assert "CHAPTER=15: there is no such chapter; the chapters are 0-14" in proc.stderr
