@@ -6,7 +6,7 @@ rows, in float64 on the 8x8 digits:
 
 - **invariance**: W ranks × k micro-batches × b items = 128, for k in
   {1, 2, 8}: 20 AdamW updates equal the full-batch updates of 128 items
-  (relative difference of the parameters, max over the updates, <= 1e-14);
+  (relative difference of the parameters, max over the updates, <= 1e-13);
 - **uneven shards**: windows of 101 items cut into W uneven shards and 3
   unequal micro-batches per rank: with ``num_items`` equal; with every
   micro-batch counted once (the mean of per-rank means) it differs;
@@ -44,7 +44,10 @@ from minigrad.optim import AdamW, GradientAccumulator
 from .common import DIFFERS, DIFFERS_THRESHOLD, EQUAL
 
 WINDOW = 128                  # W * k * b, fixed
-INVARIANCE_TOL = 1e-14        # relative, parameters after every update
+# relative, parameters after every update: float64 rounding that 20 AdamW updates
+# carry (AdamW divides by sqrt(v), which amplifies it); measured 7e-15 to 1.2e-14
+# for k = 8 on different CPUs, whose BLAS kernels sum in different orders.
+INVARIANCE_TOL = 1e-13
 SYNCBN_TOL = 1e-12            # relative, gradients and running statistics
 
 
