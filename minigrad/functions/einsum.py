@@ -103,13 +103,13 @@ class Einsum(Function):
         if len({a.dtype for a in arrays}) > 1:
             raise TypeError(f"einsum: expected operands of one dtype, got "
                             f"{', '.join(str(a.dtype) for a in arrays)}; convert with .to()")
-        self.inputs, self.output = parse_equation(self.equation, [a.shape for a in arrays])
-        self.sizes = letter_sizes(self.inputs, [a.shape for a in arrays])
+        self.terms, self.output = parse_equation(self.equation, [a.shape for a in arrays])
+        self.sizes = letter_sizes(self.terms, [a.shape for a in arrays])
         self.shapes = [a.shape for a in arrays]
         # size-1 dimensions broadcast: stretch them, and sum back in backward
         self.arrays = [xp.broadcast_to(a, [self.sizes[c] for c in term])
-                       for a, term in zip(arrays, self.inputs)]
-        spec = ",".join(self.inputs) + "->" + self.output
+                       for a, term in zip(arrays, self.terms)]
+        spec = ",".join(self.terms) + "->" + self.output
         out = xp.einsum(spec, *self.arrays, optimize=len(arrays) > 2)
         return xp.asarray(out, dtype=arrays[0].dtype)
 
@@ -119,8 +119,8 @@ class Einsum(Function):
 
     def _grad(self, k, g):
         xp = get_array_module(g)
-        term = self.inputs[k]
-        others = [t for j, t in enumerate(self.inputs) if j != k]
+        term = self.terms[k]
+        others = [t for j, t in enumerate(self.terms) if j != k]
         unique = "".join(dict.fromkeys(term))            # letters, first occurrence order
         present = set(self.output).union(*others)
         kept = "".join(c for c in unique if c in present)

@@ -153,11 +153,39 @@ def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:  # no
     "reflect" (mirrored without the edge), "replicate" (the edge repeated),
     "circular" (wrapped around).  See :class:`minigrad.functions.shape.Pad`.
 
+    A negative amount in "constant" mode removes that many entries from
+    that side (PyTorch's cropping).
+
     Raises ValueError for an odd-length or too long ``pad``, an unknown mode,
-    negative padding, or a reflect padding not smaller than the dimension.
+    negative padding in another mode or one that leaves a negative size,
+    or a reflect padding not smaller than the dimension.
     """
     from ..functions.shape import Pad  # noqa: PLC0415
-    return Pad(pad, mode, 0.0 if value is None else value)(_tensor(input, "pad"))
+    x = _tensor(input, "pad")
+    if mode == "constant" and any(isinstance(p, (int, np.integer)) and p < 0 for p in pad):
+        return _pad_then_crop(x, tuple(pad), 0.0 if value is None else value)
+    return Pad(pad, mode, 0.0 if value is None else value)(x)
+
+
+def _pad_then_crop(x, pad, value):
+    """Constant padding with negative amounts: pad by the positive ones, then
+    slice off the negative ones (a slice passes the gradient back)."""
+    from ..functions.shape import Pad  # noqa: PLC0415
+    if len(pad) % 2 or len(pad) // 2 > x.ndim:
+        raise ValueError(f"pad: pad {pad} must have an even length of at most "
+                         f"2 x {x.ndim} (the tensor's dimensions)")
+    out = Pad([max(p, 0) for p in pad], "constant", value)(x)
+    index = [slice(None)] * x.ndim
+    for i in range(len(pad) // 2):
+        dim = x.ndim - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        if x.shape[dim] + lo + hi < 0:
+            raise ValueError(f"pad: the input size {x.shape[dim]}, plus negative padding "
+                             f"{lo} and {hi}, gives a negative output size in dimension "
+                             f"{dim}")
+        n = out.shape[dim]
+        index[dim] = slice(max(-lo, 0), n - max(-hi, 0))
+    return out[tuple(index)]
 
 
 def one_hot(tensor, num_classes: int = -1) -> Tensor:
@@ -200,6 +228,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     - "linear" (3-D), "bilinear" (4-D), "trilinear" (5-D): (o + ½)·s - ½
       (clamped at 0), or o·(in - 1)/(out - 1) with ``align_corners=True``,
       mixing the two neighbours linearly;
+    - "area" (3-5-D): the mean over each output cell's window, adaptive
+      average pooling (:func:`adaptive_avg_pool2d`);
     - "bicubic" (4-D): the same position (not clamped), mixing four
       neighbours (clamped to the edge) with Keys' cubic convolution weights,
       a = -0.75 as PyTorch (R. Keys, "Cubic convolution interpolation for
@@ -215,6 +245,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     """
     _check_interpolate(input, mode, align_corners, antialias)
     sizes, scales = _resize_plan(input, size, scale_factor, recompute_scale_factor)
+    if mode == "area":
+        from .functional_more import adaptive_avg_pool  # noqa: PLC0415
+        return adaptive_avg_pool(input, sizes)
     out = input
     for k, (n_out, scale) in enumerate(zip(sizes, scales)):
         dim = 2 + k
@@ -269,7 +302,8 @@ def _cubic_far(x, a=CUBIC_A):
     return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
 
 
-_RESIZE_DIMS = {"nearest": (3, 4, 5), "nearest-exact": (3, 4, 5), "linear": (3,),
+_RESIZE_DIMS = {"nearest": (3, 4, 5), "nearest-exact": (3, 4, 5), "area": (3, 4, 5),
+                "linear": (3,),
                 "bilinear": (4,), "bicubic": (4,), "trilinear": (5,)}
 
 
@@ -284,7 +318,7 @@ def _check_interpolate(x, mode, align_corners, antialias):
         raise ValueError(f"interpolate: {mode} needs a {wanted} input ((N, C) and "
                          f"{'/'.join(str(n - 2) for n in _RESIZE_DIMS[mode])} spatial "
                          f"dimensions), got shape {x.shape}")
-    if mode.startswith("nearest") and align_corners is not None:
+    if (mode.startswith("nearest") or mode == "area") and align_corners is not None:
         raise ValueError("interpolate: align_corners only applies to the interpolating "
                          "modes 'linear', 'bilinear', 'bicubic' and 'trilinear'")
     if antialias:
@@ -645,3 +679,6 @@ from .conv import conv1d, conv2d, conv_transpose2d  # noqa: E402  (after the def
 from .normalization import batch_norm, group_norm, layer_norm  # noqa: E402
 from .pooling import avg_pool2d, max_pool2d, max_unpool2d  # noqa: E402
 from ..functions.attention import scaled_dot_product_attention  # noqa: E402,F401
+from .functional_more import (adaptive_avg_pool1d, adaptive_avg_pool2d,  # noqa: E402,F401
+                              avg_pool1d, celu, fold, hardsigmoid, huber_loss, kl_div,
+                              l1_loss, max_pool1d, selu, smooth_l1_loss, unfold)

@@ -154,8 +154,8 @@ def test_max_pool2d_on_integers_with_padding_matches_torch(torch):
 
 
 def test_errors_name_the_shapes():
-    with pytest.raises(ValueError, match="conv1d: expected a 3-D input"):
-        F.conv1d(minigrad.ones(2, 3), minigrad.ones(1, 3, 1))
+    with pytest.raises(ValueError, match=r"conv1d: expected a 2-D \(unbatched\) or 3-D input"):
+        F.conv1d(minigrad.ones(3), minigrad.ones(1, 3, 1))
     with pytest.raises(ValueError, match=r"conv_transpose2d: input of shape \(1, 2, 3, 3\)"):
         F.conv_transpose2d(minigrad.ones(1, 2, 3, 3), minigrad.ones(3, 1, 2, 2))
     with pytest.raises(ValueError, match="output_padding .* must be smaller"):
