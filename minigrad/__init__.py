@@ -26,7 +26,7 @@ from .tensor_functions import (acos, acosh, addmm, allclose, arccos, arccosh, ar
                                atan, atan2, atanh, baddbmm, bitwise_and, bitwise_left_shift,
                                bitwise_not, bitwise_or, bitwise_right_shift, bitwise_xor,
                                bmm, chunk, clamp, copysign, cosh, cummax, cummin, cumprod,
-                               dot, einsum, fmod, isclose, logaddexp, logcumsumexp, mm,
+                               dot, einsum, flip, fmod, isclose, logaddexp, logcumsumexp, mm,
                                moveaxis, movedim, mv, nonzero, repeat_interleave, sinh,
                                split, std_mean, tan, tile, var_mean)
 

@@ -745,9 +745,15 @@ class Tensor(TensorOps):
             repeats = tuple(repeats[0])
         return S.Repeat(repeats)(self)
 
-    def flip(self, *dims):
-        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
-            dims = tuple(dims[0])
+    def flip(self, *args, dims=None):
+        """Reverse the order of the entries along ``dims`` (ints, a tuple or a
+        list; ``x.flip(0, 1)``, ``x.flip((0, 1))`` or ``x.flip(dims=[0])``)."""
+        if dims is None:
+            dims = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) \
+                else args
+        elif args:
+            raise TypeError("flip: give the dims either positionally or as dims=, not both")
+        dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
         return S.Flip(dims)(self)
 
     def roll(self, shifts, dims=None):

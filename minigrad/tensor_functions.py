@@ -115,6 +115,12 @@ def movedim(input, source, destination):  # noqa: A002
 moveaxis = movedim
 
 
+def flip(input, dims):  # noqa: A002
+    """``input`` with the order of its entries reversed along ``dims`` (a
+    tuple or list of ints, ``torch.flip``; the method also takes ints)."""
+    return _t(input).flip(dims=dims)
+
+
 def tile(input, dims):  # noqa: A002
     """``dims[i]`` copies along dimension i; see ``Tensor.tile``."""
     return _t(input).tile(dims)

@@ -112,7 +112,7 @@ class TensorOps:
     __slots__ = ()
 
     # ---------------------------------------------------------- dimensions
-    def split(self, split_size_or_sections, dim=0):
+    def split(self, split_size, dim=0):
         """Consecutive pieces along ``dim`` (``torch.split``): an int gives
         pieces of that size (the last one smaller when the size does not
         divide), a list gives pieces of those sizes (they must sum to the
@@ -124,15 +124,14 @@ class TensorOps:
         an out-of-range ``dim``."""
         d = _dim(self, dim, "split")
         n = self.shape[d] if self.ndim else 1
-        if isinstance(split_size_or_sections, (int, np.integer)) and \
-                not isinstance(split_size_or_sections, bool):
-            size = int(split_size_or_sections)
+        if isinstance(split_size, (int, np.integer)) and not isinstance(split_size, bool):
+            size = int(split_size)
             if size < 0 or (size == 0 and n):
                 raise ValueError(f"split: split_size must be a positive int (0 only for an "
                                  f"empty dimension), got {size} for a dimension of size {n}")
             sizes = [size] * (n // size) + ([n % size] if n % size else []) if size else [0]
         else:
-            sizes = [int(s) for s in split_size_or_sections]
+            sizes = [int(s) for s in split_size]
             if any(s < 0 for s in sizes) or sum(sizes) != n:
                 raise ValueError(f"split: split_sizes {sizes} must be >= 0 and sum exactly "
                                  f"to {n} (the size of dimension {dim})")

@@ -9,6 +9,8 @@ unbatched ones (C, L) / (C, H, W), as PyTorch does.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import backend
@@ -49,12 +51,31 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 
 # --------------------------------------------------------------------- losses
 def _difference(name, input, target):  # noqa: A002
-    """input - target, broadcast, after the argument checks all these losses share."""
+    """input - target, broadcast, after the checks these losses share; warns,
+    as PyTorch does, when the shapes differ (broadcasting (N, 1) against
+    (N,) to (N, N) is a classic silent bug)."""
     _tensor(input, name)
     try:
-        return input - target
+        diff = input - target
     except ValueError as error:
         raise ValueError(f"{name}: {error}") from None
+    target_shape = tuple(target.shape) if hasattr(target, "shape") else np.shape(target)
+    if tuple(target_shape) != input.shape:
+        warnings.warn(f"{name}: target shape {tuple(target_shape)} differs from input shape "
+                      f"{input.shape}; they are broadcast together to {diff.shape}, which is "
+                      "likely not what you want (give both the same shape)", UserWarning,
+                      stacklevel=3)
+    return diff
+
+
+def _weighted(name, loss, weight, input):  # noqa: A002
+    """loss · weight, with ``weight`` of the input's shape (ValueError otherwise)."""
+    if not isinstance(weight, Tensor):
+        weight = Tensor(backend.to_device(backend.as_array(weight, input.dtype), input.device))
+    if weight.shape != input.shape:
+        raise ValueError(f"{name}: weight of shape {weight.shape} must have the input's "
+                         f"shape {input.shape}")
+    return loss * weight, weight
 
 
 def _reduce(loss, reduction):
@@ -69,16 +90,23 @@ def _select(condition, a, b):
 
 
 def l1_loss(input: Tensor, target, size_average=None, reduce=None,  # noqa: A002
-            reduction: str = "mean") -> Tensor:
+            reduction: str = "mean", weight=None) -> Tensor:
     """Mean absolute error |input - target|, reduced by "mean" | "sum" | "none"
-    (``torch.nn.functional.l1_loss``).  Input and target broadcast; the
-    gradient sign(input - target) is 0 where they are equal.
+    (``torch.nn.functional.l1_loss``).  Input and target broadcast (with a
+    UserWarning when their shapes differ); the gradient sign(input - target)
+    is 0 where they are equal.  ``weight`` (the input's shape) multiplies
+    each error; "mean" is then Σ w·|d| / Σ w (PyTorch's).
 
-    Raises ValueError for shapes that do not broadcast or an unknown reduction.
+    Raises ValueError for shapes that do not broadcast, a weight of another
+    shape, or an unknown reduction.
     """
     _no_legacy("l1_loss", size_average, reduce)
     check_reduction("l1_loss", reduction)
-    return _reduce(_difference("l1_loss", input, target).abs(), reduction)
+    loss = _difference("l1_loss", input, target).abs()
+    if weight is None:
+        return _reduce(loss, reduction)
+    loss, weight = _weighted("l1_loss", loss, weight, input)
+    return loss.sum() / weight.sum() if reduction == "mean" else _reduce(loss, reduction)
 
 
 def smooth_l1_loss(input: Tensor, target, size_average=None, reduce=None,  # noqa: A002
@@ -102,8 +130,9 @@ def huber_loss(input: Tensor, target, reduction: str = "mean",  # noqa: A002
                delta: float = 1.0, weight=None) -> Tensor:
     """0.5·d² where |d| < delta, else delta·(|d| - 0.5·delta), d = input - target
     (Huber 1964; ``torch.nn.functional.huber_loss``): smooth_l1_loss times
-    delta.  ``weight`` (broadcastable to the loss) multiplies each element.
-    Raises ValueError for delta <= 0."""
+    delta.  ``weight`` (the input's shape) multiplies each element; "mean"
+    stays the plain mean of the weighted losses (PyTorch's, unlike l1_loss).
+    Raises ValueError for delta <= 0 or a weight of another shape."""
     check_reduction("huber_loss", reduction)
     if delta <= 0:
         raise ValueError(f"huber_loss: delta must be > 0, got {delta}")
@@ -111,7 +140,7 @@ def huber_loss(input: Tensor, target, reduction: str = "mean",  # noqa: A002
     inside = d.abs().data < delta
     loss = _select(inside, d * d * 0.5, (d.abs() - 0.5 * delta) * delta)
     if weight is not None:
-        loss = loss * weight
+        loss, _ = _weighted("huber_loss", loss, weight, input)
     return _reduce(loss, reduction)
 
 
