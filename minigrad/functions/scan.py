@@ -72,6 +72,8 @@ class CumProd(Function):
         xp = get_array_module(g)
         g, _ = _last(g, self.axis, "cumprod")
         a, out = self.a, self.out
+        if not g.size:
+            return xp.zeros(self.shape, dtype=g.dtype)
         zero = a == 0
         n = a.shape[-1]
         pos = xp.arange(n)
@@ -121,7 +123,7 @@ class CumExtreme(Function):
     def backward(self, g):
         xp = get_array_module(g)
         g, _ = _last(g, self.axis, "cummax")
-        grad = xp.zeros_like(g)
+        grad = xp.zeros(g.shape, dtype=g.dtype)          # C order: the reshape is a view
         if g.size:
             flat = grad.reshape(-1, g.shape[-1])         # a view: writes reach grad
             rows = xp.arange(flat.shape[0])[:, None]
