@@ -161,6 +161,11 @@ def kl_div(input: Tensor, target, size_average=None, reduce=None,  # noqa: A002
         raise ValueError(f"kl_div: reduction must be 'mean', 'batchmean', 'sum' or 'none', "
                          f"got {reduction!r}")
     _tensor(input, "kl_div")
+    if reduction == "mean":
+        warnings.warn("kl_div: reduction='mean' divides the total by the batch size and by the "
+                      "number of classes; 'batchmean' divides by the batch size only, the KL "
+                      "divergence's definition (PyTorch warns likewise)", UserWarning,
+                      stacklevel=2)
     if not isinstance(target, Tensor):
         target = Tensor(backend.to_device(backend.as_array(target, input.dtype), input.device))
     if log_target:
