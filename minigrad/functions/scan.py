@@ -15,7 +15,6 @@ import numpy as np
 from .. import backend
 from ..autograd import Function
 from ..backend import get_array_module
-from ..dtypes import to_floating
 from .reduction import normalize_axis
 
 
@@ -155,7 +154,8 @@ class LogCumSumExp(Function):
         self.dim = dim
 
     def forward(self, a):
-        a = to_floating(a)
+        if a.dtype.kind not in "fc":        # PyTorch refuses integers here too
+            raise TypeError(f"logcumsumexp: expected a floating tensor, got {a.dtype}")
         self.shape = a.shape
         self.a, self.axis = _last(a, self.dim, "logcumsumexp")
         self.out = _on_host(_logcumsumexp, self.a)

@@ -102,7 +102,7 @@ class Atanh(_Unary):
 class Atan2(_Binary):
     """atan2(a, b): the angle of the point (b, a), in (-π, π] (``torch.atan2``,
     a the y coordinate).  d/da = b/(a² + b²), d/db = -a/(a² + b²); at the
-    origin both are nan (0/0), as in PyTorch."""
+    origin, where the angle jumps, both are taken as 0, as in PyTorch."""
     name = "atan2"
     floating = True
 
@@ -111,10 +111,12 @@ class Atan2(_Binary):
         return get_array_module(a).arctan2(self.a, self.b)
 
     def backward(self, g):
+        xp = get_array_module(g)
+        r2 = self.a * self.a + self.b * self.b
         with np.errstate(divide="ignore", invalid="ignore"):
-            r2 = self.a * self.a + self.b * self.b
-            ga = unbroadcast(g * self.b / r2, self.a_shape) if self.needs_input_grad[0] else None
-            gb = unbroadcast(-g * self.a / r2, self.b_shape) if self.needs_input_grad[1] else None
+            inv = xp.where(r2 == 0, 0, 1 / xp.where(r2 == 0, 1, r2))    # 0 at the origin
+        ga = unbroadcast(g * self.b * inv, self.a_shape) if self.needs_input_grad[0] else None
+        gb = unbroadcast(-g * self.a * inv, self.b_shape) if self.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -170,12 +172,12 @@ class Fmod(_Binary):
 class LogAddExp(_Binary):
     """log(exp(a) + exp(b)), without overflow: max(a, b) + log1p(exp(-|a - b|))
     (``torch.logaddexp``).  d/da = 1/(1 + exp(b - a)) = σ(a - b), d/db = σ(b - a).
-    Integers enter in the default floating dtype."""
+    Integer tensors raise TypeError, as in PyTorch."""
     name = "logaddexp"
-    floating = True
 
     def compute(self, a, b):
-        a, b = to_floating(a), to_floating(b)
+        if a.dtype.kind not in "fc":
+            raise TypeError(f"logaddexp: expected floating tensors, got {a.dtype}")
         self.a, self.b = a, b
         with np.errstate(invalid="ignore", over="ignore", under="ignore"):
             return get_array_module(a).logaddexp(a, b)

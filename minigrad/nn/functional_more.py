@@ -153,8 +153,10 @@ def kl_div(input: Tensor, target, size_average=None, reduce=None,  # noqa: A002
 
     reduction: "mean" (over all elements, PyTorch's default, which is not
     the divergence), "batchmean" (sum / N: the divergence per example),
-    "sum" or "none".  Where target = 0 the gradient with respect to target
-    is taken as 0.  Raises ValueError for an unknown reduction.
+    "sum" or "none".  Where target = 0, target·log(target) counts as 0 with
+    gradient 0, so the gradient with respect to such a target is -input
+    (a deliberate difference: PyTorch's is nan there, 0/0 in its ``xlogy``
+    backward).  Raises ValueError for an unknown reduction.
     """
     _no_legacy("kl_div", size_average, reduce)
     if reduction not in ("mean", "batchmean", "sum", "none"):

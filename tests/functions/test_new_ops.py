@@ -305,3 +305,18 @@ def test_clamp_with_tensor_bounds_gradients_and_ties():
     assert y.dtype == np.float32
     with pytest.raises(ValueError, match="at least one of min and max"):
         minigrad.clamp(minigrad.ones(2), None, None)
+
+
+def test_logaddexp_and_logcumsumexp_refuse_integers_as_pytorch():
+    with pytest.raises(TypeError, match="logaddexp: expected floating tensors, got int64"):
+        minigrad.logaddexp(minigrad.tensor([1]), minigrad.tensor([2]))
+    with pytest.raises(TypeError, match="logcumsumexp: expected a floating tensor"):
+        minigrad.tensor([1, 2]).logcumsumexp(0)
+    assert minigrad.tensor([1.0]).logaddexp(minigrad.tensor([2])).dtype == np.float32
+
+
+def test_atan2_gradient_at_the_origin_is_zero():
+    a = minigrad.tensor([0.0, 1.0], dtype=np.float64, requires_grad=True)
+    b = minigrad.tensor([0.0, 1.0], dtype=np.float64, requires_grad=True)
+    a.atan2(b).sum().backward()
+    assert a.grad.tolist() == [0.0, 0.5] and b.grad.tolist() == [0.0, -0.5]

@@ -266,3 +266,12 @@ def test_unbatched_layers_match_batched():
     assert values.shape == (2, 2, 3) and indices.shape == (2, 2, 3)
     assert nn.AvgPool2d(2)(x).shape == (2, 2, 3)
     assert nn.Conv1d(2, 4, 3)(x[:, 0]).shape == (4, 4)
+
+
+def test_kl_div_gradient_at_a_zero_target_is_finite():
+    # target·log(target) counts as 0 with gradient 0 where target = 0, so the
+    # target's gradient there is -input (PyTorch: nan, a documented difference)
+    x = minigrad.tensor([[-1.0, -2.0]], dtype=np.float64)
+    p = minigrad.tensor([[1.0, 0.0]], dtype=np.float64, requires_grad=True)
+    F.kl_div(x, p, reduction="sum").backward()
+    assert p.grad.tolist() == [[0.0 + 1.0 + 1.0, 2.0]]     # log 1 + 1 - (-1); -(-2)
