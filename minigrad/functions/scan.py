@@ -52,7 +52,9 @@ class CumProd(Function):
     zero; only the *first* zero z of a row needs more: its gradient is
     Σ_{j>=z} g_j · (the running product with a_z replaced by 1)_j, and every
     entry after z gets 0 (each of its products holds a_z = 0).  PyTorch's
-    ``cumprod_backward`` takes the same two cases.
+    ``cumprod_backward`` takes the same two cases.  (The quotient loses
+    accuracy only where g·y underflows, for entries near 1e-308, as
+    PyTorch's does.)
     """
 
     def __init__(self, dim):

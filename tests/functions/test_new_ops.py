@@ -320,3 +320,51 @@ def test_atan2_gradient_at_the_origin_is_zero():
     b = minigrad.tensor([0.0, 1.0], dtype=np.float64, requires_grad=True)
     a.atan2(b).sum().backward()
     assert a.grad.tolist() == [0.0, 0.5] and b.grad.tolist() == [0.0, -0.5]
+
+
+# ----------------------------------------------- gradchecks over shapes (hypothesis)
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tests.functions import (FAST, away_from_zero, distinct_values,  # noqa: E402
+                             nonempty_shapes, positive, values)
+
+
+@FAST
+@given(data=st.data())
+def test_dimension_ops_gradcheck(data):
+    x = data.draw(nonempty_shapes.flatmap(values))
+    d = data.draw(st.integers(-x.ndim, x.ndim - 1))
+    size = data.draw(st.integers(1, 3))
+    weights = np.arange(1.0, x.size + 1).reshape(x.shape)
+    assert check_gradients(lambda t: minigrad.cat([p * (i + 1) for i, p in
+                                                   enumerate(t.split(size, d))], d), [x])
+    assert check_gradients(lambda t: minigrad.cat(t.chunk(size, d), d) * weights, [x])
+    assert check_gradients(lambda t: t.movedim(d, 0) ** 2, [x])
+    assert check_gradients(lambda t: t.tile((2,) * x.ndim) ** 2, [x])
+    assert check_gradients(lambda t: t.repeat_interleave(size, d) ** 2, [x])
+
+
+@FAST
+@given(data=st.data())
+def test_scan_ops_gradcheck(data):
+    x = data.draw(nonempty_shapes.flatmap(away_from_zero))  # cumprod divides by entries
+    d = data.draw(st.integers(-x.ndim, x.ndim - 1))
+    assert check_gradients(lambda t: t.cumprod(d), [x])
+    assert check_gradients(lambda t: t.logcumsumexp(d), [x])
+    distinct = data.draw(nonempty_shapes.flatmap(distinct_values))   # no ties
+    assert check_gradients(lambda t: t.cummax(d % distinct.ndim).values, [distinct])
+    assert check_gradients(lambda t: t.cummin(d % distinct.ndim).values, [distinct])
+
+
+@FAST
+@given(data=st.data())
+def test_elementwise_ops_gradcheck(data):
+    x = data.draw(nonempty_shapes.flatmap(values))
+    y = data.draw(st.just(x.shape).flatmap(positive))
+    # (fmod jumps where a/b is an integer, which hypothesis finds: the table checks it)
+    assert check_gradients(lambda a, b: a.atan2(b) + a.logaddexp(b), [x, y])
+    assert check_gradients(lambda a: a.sinh() + a.cosh() + a.asinh() + a.atan(), [x])
+    assert check_gradients(lambda a: (a * 0.4).tan() + (a * 0.45).asin() + (a * 0.45).atanh(),
+                           [x])
+    assert check_gradients(lambda b: (b + 1).acosh() + (b * 0.3).acos(), [y])
