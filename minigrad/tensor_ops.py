@@ -119,11 +119,14 @@ class TensorOps:
         dimension's size).  Returns a tuple of tensors; the gradient of each
         goes back to its place.
 
-        Raises ValueError for sizes that do not sum to the dimension's size,
-        a negative size, or size 0 of a non-empty dimension; IndexError for
-        an out-of-range ``dim``."""
+        Raises ValueError for a 0-d tensor, sizes that do not sum to the
+        dimension's size, a negative size, or size 0 of a non-empty
+        dimension; IndexError for an out-of-range ``dim``."""
+        if self.ndim == 0:
+            raise ValueError("split: expects a tensor with at least one dimension, got a 0-d "
+                             "tensor")
         d = _dim(self, dim, "split")
-        n = self.shape[d] if self.ndim else 1
+        n = self.shape[d]
         if isinstance(split_size, (int, np.integer)) and not isinstance(split_size, bool):
             size = int(split_size)
             if size < 0 or (size == 0 and n):
@@ -135,11 +138,7 @@ class TensorOps:
             if any(s < 0 for s in sizes) or sum(sizes) != n:
                 raise ValueError(f"split: split_sizes {sizes} must be >= 0 and sum exactly "
                                  f"to {n} (the size of dimension {dim})")
-        if not sizes:
-            sizes = [0]
-        x = self if self.ndim else self.reshape(1)
-        pieces = Split(sizes, d)(x)
-        return pieces if self.ndim else tuple(p.reshape(()) for p in pieces)
+        return Split(sizes or [0], d)(self)
 
     def chunk(self, chunks, dim=0):
         """At most ``chunks`` pieces of equal size ceil(n / chunks) along ``dim``
@@ -148,8 +147,11 @@ class TensorOps:
         for chunks < 1."""
         if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
             raise ValueError(f"chunk: chunks must be an int greater than 0, got {chunks!r}")
+        if self.ndim == 0:
+            raise ValueError("chunk: expects a tensor with at least one dimension, got a 0-d "
+                             "tensor")
         d = _dim(self, dim, "chunk")
-        n = self.shape[d] if self.ndim else 1
+        n = self.shape[d]
         if n == 0:
             return self.split([0] * int(chunks), d)
         return self.split(math.ceil(n / chunks), d)
@@ -178,10 +180,12 @@ class TensorOps:
 
     moveaxis = movedim
 
-    def tile(self, dims):
-        """``dims[i]`` copies along dimension i (``torch.tile``); fewer dims
-        than dimensions are padded with 1s in front, more add dimensions."""
-        dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    def tile(self, *dims):
+        """``dims[i]`` copies along dimension i (``torch.tile``; ``x.tile(2, 1)``
+        or ``x.tile((2, 1))``); fewer dims than dimensions are padded with 1s
+        in front, more add dimensions."""
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = tuple(dims[0])
         return self.repeat(*((1,) * (self.ndim - len(dims)) + dims))
 
     def repeat_interleave(self, repeats, dim=None, *, output_size=None):

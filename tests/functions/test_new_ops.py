@@ -167,6 +167,9 @@ def test_split_and_chunk_values_and_errors():
         x.chunk(0)
     with pytest.raises(IndexError, match="dimension 1 is out of range"):
         x.split(2, 1)
+    with pytest.raises(ValueError, match="at least one dimension"):
+        minigrad.tensor(1.0).chunk(2)
+    assert minigrad.zeros(2, 3).tile(2, 1).shape == (4, 3)
 
 
 def test_split_gradient_goes_back_to_each_piece():
