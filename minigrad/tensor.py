@@ -1008,6 +1008,8 @@ class Tensor(TensorOps):
         return inplace.copy_(self, self.div(other, rounding_mode=rounding_mode))
 
     def clamp_(self, min=None, max=None):  # noqa: A002 (PyTorch's names)
+        if isinstance(min, Tensor) or isinstance(max, Tensor):     # tensor bounds
+            return inplace.copy_(self, self.clamp(min, max))
         return inplace.clamp_(self, min, max)
 
     clip_ = clamp_

@@ -371,3 +371,14 @@ def test_elementwise_ops_gradcheck(data):
     assert check_gradients(lambda a: (a * 0.4).tan() + (a * 0.45).asin() + (a * 0.45).atanh(),
                            [x])
     assert check_gradients(lambda b: (b + 1).acosh() + (b * 0.3).acos(), [y])
+
+
+def test_clamp_in_place_with_tensor_bounds():
+    x = minigrad.tensor([-1.0, 0.5, 2.0])
+    x.clamp_(minigrad.tensor([0.0, 0.0, 0.0]), minigrad.tensor(1.0))
+    assert x.tolist() == [0.0, 0.5, 1.0]
+    w = minigrad.tensor([-1.0, 0.5, 2.0], requires_grad=True)
+    y = w * 1
+    y.clip_(min=minigrad.tensor([0.0, 1.0, 0.0]))
+    y.sum().backward()
+    assert y.tolist() == [0.0, 1.0, 2.0] and w.grad.tolist() == [0.0, 0.0, 1.0]
