@@ -12,7 +12,8 @@ Results without a gradient (``nonzero``, ``isclose``, the bitwise
 operators) are plain tensors, as comparisons are.
 
 This module is imported by tensor.py before ``Tensor`` exists, so it names
-the class as ``type(self)``.
+the class as ``type(self)``.  The argument checks and the bitwise helpers
+come after the class.
 """
 from __future__ import annotations
 
@@ -29,81 +30,6 @@ from .functions import scan as _scan
 from .functions import trig as T
 from .functions.elementwise import Where
 from .functions.split import Split
-
-
-def _dim(x, dim, name):
-    """``dim`` as a non-negative int for ``x`` (a 0-d tensor accepts 0 and -1);
-    IndexError naming the dimension when out of range, TypeError if not an int."""
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
-        raise TypeError(f"{name}: dim must be an int, got {dim!r}")
-    n = max(x.ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"{name}: dimension {dim} is out of range for a tensor with "
-                         f"{x.ndim} dimensions (expected -{n} <= dim < {n})")
-    return int(dim) % n
-
-
-def _other(x, other, name):
-    """``other`` as a Tensor beside ``x`` (a number takes x's dtype, by PyTorch's rule)."""
-    from .tensor import as_tensor_like  # noqa: PLC0415 (tensor.py imports this module)
-    return other if isinstance(other, type(x)) else as_tensor_like(other, x)
-
-
-def _check_integer(name, *tensors):
-    """TypeError unless every tensor holds integers or booleans."""
-    for t in tensors:
-        if t.dtype.kind not in "biu":
-            raise TypeError(f"{name}: expected integer or bool tensors, got dtype {t.dtype}")
-
-
-def _bitwise(name, x, other, op, shift=False):
-    """``op`` on the arrays of x and other in their common dtype (no graph)."""
-    other = _other(x, other, name)
-    _check_integer(name, x, other)
-    dtype = result_type(x._data, other._data)
-    a, b = x._data.astype(dtype, copy=False), other._data.astype(dtype, copy=False)
-    if shift:
-        if dtype.kind == "b":
-            raise TypeError(f"{name}: shifts need integer tensors, got bool")
-        return type(x)(op(a, b, dtype))
-    return type(x)(op(a, b))
-
-
-def _shift_left(a, b, dtype):
-    """a << b; a shift by the dtype's width or more gives 0 (PyTorch's rule;
-    NumPy leaves it to the processor)."""
-    xp = get_array_module(a)
-    bits = np.dtype(dtype).itemsize * 8
-    wide = (b >= bits) | (b < 0)
-    return xp.where(wide, 0, xp.left_shift(a, xp.where(wide, 0, b))).astype(dtype)
-
-
-def _shift_right(a, b, dtype):
-    """a >> b, arithmetic for signed integers; a shift by the width or more
-    gives 0, or -1 for a negative signed a (PyTorch's rule)."""
-    xp = get_array_module(a)
-    bits = np.dtype(dtype).itemsize * 8
-    wide = (b >= bits) | (b < 0)
-    fill = xp.where(a < 0, -1, 0) if np.dtype(dtype).kind == "i" else 0
-    return xp.where(wide, fill, xp.right_shift(a, xp.where(wide, 0, b))).astype(dtype)
-
-
-def _check_matrix(name, label, t, ndim):
-    if t.ndim != ndim:
-        kind = {1: "a vector (1-D)", 2: "a matrix (2-D)", 3: "a batch of matrices (3-D)"}[ndim]
-        raise ValueError(f"{name}: {label} must be {kind}, got shape {t.shape}")
-
-
-def _scaled_sum(name, x, product, beta, alpha):
-    """beta·x + alpha·product (``addmm``/``baddbmm``).  beta = 0 ignores x's
-    values, so a nan or inf there does not spread (PyTorch's rule); x still
-    broadcasts and gets a zero gradient."""
-    out = product if alpha == 1 else product * alpha
-    if beta == 0:
-        xp = x._xp
-        zeros = type(x)(xp.zeros((), dtype=x.dtype))
-        return out + Where(xp.ones((), dtype=bool))(zeros, x)    # 0, shaped like x
-    return out + (x if beta == 1 else x * beta)
 
 
 class TensorOps:
@@ -255,12 +181,12 @@ class TensorOps:
         """beta·self + alpha·(mat1 @ mat2), self broadcast to (n, m)
         (``torch.addmm``); beta = 0 ignores self (nan or inf there does not
         spread)."""
-        return _scaled_sum("addmm", self, mat1.mm(mat2), beta, alpha)
+        return _scaled_sum(self, mat1.mm(mat2), beta, alpha)
 
     def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
         """beta·self + alpha·(batch1 @ batch2) for batches of matrices
         (``torch.baddbmm``); beta = 0 ignores self."""
-        return _scaled_sum("baddbmm", self, batch1.bmm(batch2), beta, alpha)
+        return _scaled_sum(self, batch1.bmm(batch2), beta, alpha)
 
     # --------------------------------------------------------- cumulative
     def cumprod(self, dim, dtype=None):
@@ -424,6 +350,82 @@ class TensorOps:
 
     def __rrshift__(self, other):
         return _other(self, other, "bitwise_right_shift").bitwise_right_shift(self)
+
+
+# ------------------------------------------------------------------ helpers
+def _dim(x, dim, name):
+    """``dim`` as a non-negative int for ``x`` (a 0-d tensor accepts 0 and -1);
+    IndexError naming the dimension when out of range, TypeError if not an int."""
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"{name}: dim must be an int, got {dim!r}")
+    n = max(x.ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"{name}: dimension {dim} is out of range for a tensor with "
+                         f"{x.ndim} dimensions (expected -{n} <= dim < {n})")
+    return int(dim) % n
+
+
+def _other(x, other, name):
+    """``other`` as a Tensor beside ``x`` (a number takes x's dtype, by PyTorch's rule)."""
+    from .tensor import as_tensor_like  # noqa: PLC0415 (tensor.py imports this module)
+    return other if isinstance(other, type(x)) else as_tensor_like(other, x)
+
+
+def _check_integer(name, *tensors):
+    """TypeError unless every tensor holds integers or booleans."""
+    for t in tensors:
+        if t.dtype.kind not in "biu":
+            raise TypeError(f"{name}: expected integer or bool tensors, got dtype {t.dtype}")
+
+
+def _bitwise(name, x, other, op, shift=False):
+    """``op`` on the arrays of x and other in their common dtype (no graph)."""
+    other = _other(x, other, name)
+    _check_integer(name, x, other)
+    dtype = result_type(x._data, other._data)
+    a, b = x._data.astype(dtype, copy=False), other._data.astype(dtype, copy=False)
+    if shift:
+        if dtype.kind == "b":
+            raise TypeError(f"{name}: shifts need integer tensors, got bool")
+        return type(x)(op(a, b, dtype))
+    return type(x)(op(a, b))
+
+
+def _shift_left(a, b, dtype):
+    """a << b; a shift by the dtype's width or more gives 0 (PyTorch's rule;
+    NumPy leaves it to the processor)."""
+    xp = get_array_module(a)
+    bits = np.dtype(dtype).itemsize * 8
+    wide = (b >= bits) | (b < 0)
+    return xp.where(wide, 0, xp.left_shift(a, xp.where(wide, 0, b))).astype(dtype)
+
+
+def _shift_right(a, b, dtype):
+    """a >> b, arithmetic for signed integers; a shift by the width or more
+    gives 0, or -1 for a negative signed a (PyTorch's rule)."""
+    xp = get_array_module(a)
+    bits = np.dtype(dtype).itemsize * 8
+    wide = (b >= bits) | (b < 0)
+    fill = xp.where(a < 0, -1, 0) if np.dtype(dtype).kind == "i" else 0
+    return xp.where(wide, fill, xp.right_shift(a, xp.where(wide, 0, b))).astype(dtype)
+
+
+def _check_matrix(name, label, t, ndim):
+    if t.ndim != ndim:
+        kind = {1: "a vector (1-D)", 2: "a matrix (2-D)", 3: "a batch of matrices (3-D)"}[ndim]
+        raise ValueError(f"{name}: {label} must be {kind}, got shape {t.shape}")
+
+
+def _scaled_sum(x, product, beta, alpha):
+    """beta·x + alpha·product (``addmm``/``baddbmm``).  beta = 0 ignores x's
+    values, so a nan or inf there does not spread (PyTorch's rule); x still
+    broadcasts and gets a zero gradient."""
+    out = product if alpha == 1 else product * alpha
+    if beta == 0:
+        xp = x._xp
+        zeros = type(x)(xp.zeros((), dtype=x.dtype))
+        return out + Where(xp.ones((), dtype=bool))(zeros, x)    # 0, shaped like x
+    return out + (x if beta == 1 else x * beta)
 
 
 def clamp_tensor(x, min=None, max=None):  # noqa: A002 (PyTorch's names)
