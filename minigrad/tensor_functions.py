@@ -58,22 +58,27 @@ def logaddexp(input, other):  # noqa: A002
 
 
 def bitwise_and(input, other):  # noqa: A002
+    """Bitwise AND of integer tensors (logical AND for bool); no gradient."""
     return _t(input).bitwise_and(other)
 
 
 def bitwise_or(input, other):  # noqa: A002
+    """Bitwise OR of integer tensors (logical OR for bool); no gradient."""
     return _t(input).bitwise_or(other)
 
 
 def bitwise_xor(input, other):  # noqa: A002
+    """Bitwise XOR of integer tensors (logical XOR for bool); no gradient."""
     return _t(input).bitwise_xor(other)
 
 
 def bitwise_left_shift(input, other):  # noqa: A002
+    """input · 2^other for integer tensors; shifts past the width give 0."""
     return _t(input).bitwise_left_shift(other)
 
 
 def bitwise_right_shift(input, other):  # noqa: A002
+    """input >> other, arithmetic; past the width 0, or -1 when negative."""
     return _t(input).bitwise_right_shift(other)
 
 
@@ -93,6 +98,7 @@ def nonzero(input, *, as_tuple=False):  # noqa: A002
 
 
 def argwhere(input):  # noqa: A002
+    """The (count, ndim) int64 positions of the non-zero entries (``nonzero()``)."""
     return _t(input).nonzero()
 
 

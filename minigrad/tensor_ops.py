@@ -215,30 +215,39 @@ class TensorOps:
 
     # --------------------------------------------------- elementwise math
     def tan(self):
+        """tan(x) elementwise (integers: the default float dtype)."""
         return T.Tan()(self)
 
     def asin(self):
+        """arcsin(x) elementwise, in [-π/2, π/2]; nan outside [-1, 1]."""
         return T.Asin()(self)
 
     def acos(self):
+        """arccos(x) elementwise, in [0, π]; nan outside [-1, 1]."""
         return T.Acos()(self)
 
     def atan(self):
+        """arctan(x) elementwise, in (-π/2, π/2)."""
         return T.Atan()(self)
 
     def sinh(self):
+        """sinh(x) elementwise."""
         return T.Sinh()(self)
 
     def cosh(self):
+        """cosh(x) elementwise."""
         return T.Cosh()(self)
 
     def asinh(self):
+        """arsinh(x) elementwise."""
         return T.Asinh()(self)
 
     def acosh(self):
+        """arcosh(x) elementwise; nan below 1."""
         return T.Acosh()(self)
 
     def atanh(self):
+        """artanh(x) elementwise; ±inf at ±1, nan outside [-1, 1]."""
         return T.Atanh()(self)
 
     arcsin, arccos, arctan = asin, acos, atan
@@ -311,9 +320,11 @@ class TensorOps:
         return _bitwise("bitwise_and", self, other, lambda a, b: a & b)
 
     def bitwise_or(self, other):
+        """Bitwise OR of integer tensors (logical OR of bool ones); no gradient."""
         return _bitwise("bitwise_or", self, other, lambda a, b: a | b)
 
     def bitwise_xor(self, other):
+        """Bitwise XOR of integer tensors (logical XOR of bool ones); no gradient."""
         return _bitwise("bitwise_xor", self, other, lambda a, b: a ^ b)
 
     def bitwise_not(self):
