@@ -382,3 +382,26 @@ def test_clamp_in_place_with_tensor_bounds():
     y.clip_(min=minigrad.tensor([0.0, 1.0, 0.0]))
     y.sum().backward()
     assert y.tolist() == [0.0, 1.0, 2.0] and w.grad.tolist() == [0.0, 0.0, 1.0]
+
+
+def test_flip_var_mean_and_hyperbolic_values():
+    x = minigrad.tensor([[1, 2, 3], [4, 5, 6]])
+    assert minigrad.flip(x, (0, 1)).tolist() == [[6, 5, 4], [3, 2, 1]]
+    assert x.flip(dims=[-1]).tolist() == [[3, 2, 1], [6, 5, 4]]
+    assert x.flip(0).tolist() == [[4, 5, 6], [1, 2, 3]]
+    with pytest.raises(TypeError, match="either positionally or as dims="):
+        x.flip(0, dims=(1,))
+    v, m = minigrad.var_mean(minigrad.tensor([1.0, 2.0, 4.0]))
+    assert v.item() == pytest.approx(7 / 3) and m.item() == pytest.approx(7 / 3)
+    s, m = minigrad.std_mean(minigrad.tensor([[1.0, 3.0]]), 1, correction=0, keepdim=True)
+    assert s.tolist() == [[1.0]] and m.tolist() == [[2.0]]
+    v, _ = minigrad.var_mean(minigrad.tensor([1.0, 3.0]), unbiased=False)
+    assert v.item() == 1.0
+    t = minigrad.tensor([0.0, 1.0], dtype=np.float64)
+    np.testing.assert_allclose(t.sinh().numpy(), [0.0, (np.e - 1 / np.e) / 2])
+    np.testing.assert_allclose(t.cosh().numpy(), [1.0, (np.e + 1 / np.e) / 2])
+    np.testing.assert_allclose(t.atan().numpy(), [0.0, np.pi / 4])
+    np.testing.assert_allclose(t.asinh().numpy(), [0.0, np.log(1 + np.sqrt(2))])
+    np.testing.assert_allclose((t + 1).acosh().numpy(), [0.0, np.log(2 + np.sqrt(3))])
+    np.testing.assert_allclose((t * 0.5).atanh().numpy(), [0.0, np.log(3) / 2])
+    assert t.atanh().numpy()[1] == np.inf
