@@ -613,11 +613,11 @@ class Tensor(TensorOps):
         """Clamp into [min, max]; at least one bound must be given (PyTorch's rule).
         A bound may be a number or a Tensor (broadcast; it then gets a
         gradient too, see :func:`minigrad.tensor_ops.clamp_tensor`)."""
+        if isinstance(min, Tensor) or isinstance(max, Tensor):
+            return clamp_tensor(self, min, max)     # tensor bounds, with gradients
         if min is None and max is None:
             raise ValueError("clamp: at least one of min and max must be given, got "
                              "min=None and max=None")
-        if isinstance(min, Tensor) or isinstance(max, Tensor):
-            return clamp_tensor(self, min, max)     # tensor bounds, with gradients
         return E.Clip(min, max)(self)
 
     clamp = clip

@@ -161,31 +161,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:  # no
     or a reflect padding not smaller than the dimension.
     """
     from ..functions.shape import Pad  # noqa: PLC0415
-    x = _tensor(input, "pad")
-    if mode == "constant" and any(isinstance(p, (int, np.integer)) and p < 0 for p in pad):
-        return _pad_then_crop(x, tuple(pad), 0.0 if value is None else value)
-    return Pad(pad, mode, 0.0 if value is None else value)(x)
-
-
-def _pad_then_crop(x, pad, value):
-    """Constant padding with negative amounts: pad by the positive ones, then
-    slice off the negative ones (a slice passes the gradient back)."""
-    from ..functions.shape import Pad  # noqa: PLC0415
-    if len(pad) % 2 or len(pad) // 2 > x.ndim:
-        raise ValueError(f"pad: pad {pad} must have an even length of at most "
-                         f"2 x {x.ndim} (the tensor's dimensions)")
-    out = Pad([max(p, 0) for p in pad], "constant", value)(x)
-    index = [slice(None)] * x.ndim
-    for i in range(len(pad) // 2):
-        dim = x.ndim - 1 - i
-        lo, hi = pad[2 * i], pad[2 * i + 1]
-        if x.shape[dim] + lo + hi < 0:
-            raise ValueError(f"pad: the input size {x.shape[dim]}, plus negative padding "
-                             f"{lo} and {hi}, gives a negative output size in dimension "
-                             f"{dim}")
-        n = out.shape[dim]
-        index[dim] = slice(max(-lo, 0), n - max(-hi, 0))
-    return out[tuple(index)]
+    return Pad(pad, mode, 0.0 if value is None else value)(_tensor(input, "pad"))
 
 
 def one_hot(tensor, num_classes: int = -1) -> Tensor:
@@ -243,11 +219,12 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     of the wrong number of dimensions, align_corners with a nearest mode,
     recompute_scale_factor with size, or antialias=True (not supported).
     """
+    if mode == "area":          # the mean over each output cell: adaptive average pooling
+        from .functional_more import interpolate_area  # noqa: PLC0415
+        return interpolate_area(input, size, scale_factor, align_corners,
+                                recompute_scale_factor, antialias)
     _check_interpolate(input, mode, align_corners, antialias)
     sizes, scales = _resize_plan(input, size, scale_factor, recompute_scale_factor)
-    if mode == "area":
-        from .functional_more import adaptive_avg_pool  # noqa: PLC0415
-        return adaptive_avg_pool(input, sizes)
     out = input
     for k, (n_out, scale) in enumerate(zip(sizes, scales)):
         dim = 2 + k

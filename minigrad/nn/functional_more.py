@@ -271,6 +271,17 @@ def adaptive_avg_pool(x: Tensor, sizes) -> Tensor:
     return out
 
 
+def interpolate_area(input, size, scale_factor, align_corners,  # noqa: A002
+                     recompute_scale_factor, antialias) -> Tensor:
+    """``F.interpolate(..., mode="area")``: each output cell is the mean of the
+    input cells it covers, which is :func:`adaptive_avg_pool` to the output
+    size (PyTorch computes it so too).  The arguments as interpolate's."""
+    from .functional import _check_interpolate, _resize_plan  # noqa: PLC0415
+    _check_interpolate(input, "area", align_corners, antialias)
+    sizes, _ = _resize_plan(input, size, scale_factor, recompute_scale_factor)
+    return adaptive_avg_pool(input, sizes)
+
+
 def _output_sizes(name, x, output_size, spatial):
     sizes = (output_size,) * spatial if isinstance(output_size, (int, type(None))) \
         else tuple(output_size)
