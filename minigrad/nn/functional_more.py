@@ -261,7 +261,11 @@ def adaptive_windows(n_in, n_out):
 def adaptive_avg_pool(x: Tensor, sizes) -> Tensor:
     """Adaptive average pooling of the last ``len(sizes)`` dimensions of ``x``
     to ``sizes``, one axis after the other: each is a product with the
-    constant :func:`adaptive_windows` matrix, so the gradient is exact."""
+    constant :func:`adaptive_windows` matrix, so the gradient is exact.
+    Raises TypeError for an integer or bool input (PyTorch refuses them too)."""
+    if x.dtype.kind not in "fc":
+        raise TypeError(f"adaptive average pooling needs a floating input, got dtype "
+                        f"{x.dtype}; convert it with .float()")
     out = x
     for k, n_out in enumerate(sizes):
         dim = x.ndim - len(sizes) + k

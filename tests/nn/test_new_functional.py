@@ -275,3 +275,11 @@ def test_kl_div_gradient_at_a_zero_target_is_finite():
     p = minigrad.tensor([[1.0, 0.0]], dtype=np.float64, requires_grad=True)
     F.kl_div(x, p, reduction="sum").backward()
     assert p.grad.tolist() == [[0.0 + 1.0 + 1.0, 2.0]]     # log 1 + 1 - (-1); -(-2)
+
+
+def test_adaptive_pooling_refuses_integers_as_pytorch():
+    image = minigrad.zeros(1, 1, 4, 4, dtype=np.uint8)
+    with pytest.raises(TypeError, match="needs a floating input, got dtype uint8"):
+        F.adaptive_avg_pool2d(image, 2)
+    with pytest.raises(TypeError, match="needs a floating input"):
+        F.interpolate(image, size=2, mode="area")
