@@ -21,6 +21,14 @@ from .random import manual_seed
 from .serialization import CheckpointError, load, save
 from .tensor import (Tensor, bool_, float16, float32, float64, get_default_dtype, int32,
                      int64, set_default_dtype)
+from .tensor_functions import (acos, acosh, addmm, allclose, arccos, arccosh, arcsin,
+                               arcsinh, arctan, arctan2, arctanh, argwhere, asin, asinh,
+                               atan, atan2, atanh, baddbmm, bitwise_and, bitwise_left_shift,
+                               bitwise_not, bitwise_or, bitwise_right_shift, bitwise_xor,
+                               bmm, chunk, clamp, copysign, cosh, cummax, cummin, cumprod,
+                               dot, einsum, flip, fmod, isclose, logaddexp, logcumsumexp, mm,
+                               moveaxis, movedim, mv, nonzero, repeat_interleave, sinh,
+                               split, std_mean, tan, tile, var_mean)
 
 # Last: these build on everything above.
 from . import data, nn, optim  # noqa: E402

@@ -9,3 +9,5 @@ max = namedtuple("max", ["values", "indices"])  # noqa: A001 (PyTorch's name)
 min = namedtuple("min", ["values", "indices"])  # noqa: A001
 sort = namedtuple("sort", ["values", "indices"])
 topk = namedtuple("topk", ["values", "indices"])
+cummax = namedtuple("cummax", ["values", "indices"])
+cummin = namedtuple("cummin", ["values", "indices"])

@@ -18,6 +18,7 @@ from .functions import linalg as L
 from .functions import reduction as R
 from .functions import shape as S
 from .functions import softmax as SM
+from .tensor_ops import TensorOps, clamp_tensor
 
 float16, float32, float64 = np.float16, np.float32, np.float64
 int32, int64, bool_ = np.int32, np.int64, np.bool_
@@ -91,7 +92,7 @@ def as_tensor_like(x, reference=None) -> "Tensor":
     raise TypeError(f"expected a Tensor, an array or a number, got {type(x).__name__}")
 
 
-class Tensor:
+class Tensor(TensorOps):
     """A multi-dimensional array that records operations for automatic differentiation.
 
     Make one with :func:`minigrad.tensor`; ``Tensor(array)`` wraps an array
@@ -106,7 +107,9 @@ class Tensor:
 
     In-place operators and methods (``+=``, ``add_``, ``zero_``, ``t[i] = v``,
     ...) change the tensor itself; see :mod:`minigrad.inplace` for when they
-    are allowed.
+    are allowed.  More of PyTorch's methods (split, cumprod, mm, the
+    bitwise operators, ...) come from the base class
+    :class:`minigrad.tensor_ops.TensorOps`.
     """
 
     __slots__ = ("_data", "_grad", "_requires_grad", "_creator", "_output_index",
@@ -607,7 +610,11 @@ class Tensor:
         return E.ReLU()(self)
 
     def clip(self, min=None, max=None):  # noqa: A002 (PyTorch's names)
-        """Clamp into [min, max]; at least one bound must be given (PyTorch's rule)."""
+        """Clamp into [min, max]; at least one bound must be given (PyTorch's rule).
+        A bound may be a number or a Tensor (broadcast; it then gets a
+        gradient too, see :func:`minigrad.tensor_ops.clamp_tensor`)."""
+        if isinstance(min, Tensor) or isinstance(max, Tensor):
+            return clamp_tensor(self, min, max)     # tensor bounds, with gradients
         if min is None and max is None:
             raise ValueError("clamp: at least one of min and max must be given, got "
                              "min=None and max=None")
@@ -738,9 +745,15 @@ class Tensor:
             repeats = tuple(repeats[0])
         return S.Repeat(repeats)(self)
 
-    def flip(self, *dims):
-        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
-            dims = tuple(dims[0])
+    def flip(self, *args, dims=None):
+        """Reverse the order of the entries along ``dims`` (ints, a tuple or a
+        list; ``x.flip(0, 1)``, ``x.flip((0, 1))`` or ``x.flip(dims=[0])``)."""
+        if dims is None:
+            dims = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) \
+                else args
+        elif args:
+            raise TypeError("flip: give the dims either positionally or as dims=, not both")
+        dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
         return S.Flip(dims)(self)
 
     def roll(self, shifts, dims=None):
@@ -785,15 +798,18 @@ class Tensor:
         from .functions.indexing import IndexSelect  # noqa: PLC0415
         return IndexSelect(dim, _int_array(index, self, "index_select"))(self)
 
-    def scatter(self, dim, index, src, *, reduce=None):
+    def scatter(self, dim, index, src=None, *, value=None, reduce=None):
         """A copy with out[i][index[i][j][k]][k] = src[i][j][k] (dim = 1);
-        ``src`` a Tensor or a number (``torch.scatter``).  ``reduce="add"`` or
+        ``src`` a Tensor or a number, or ``value=`` a number (``torch.scatter``).  ``reduce="add"`` or
         ``"multiply"`` combines instead of overwriting: ``scatter_reduce`` with
         "sum" or "prod" (PyTorch deprecates this form, and gives it no
         gradient; minigrad gives scatter_reduce's)."""
         from .functions.indexing import Scatter, ScatterReduce  # noqa: PLC0415
         idx = _int_array(index, self, "scatter")
-        source = _scatter_source(src, idx, self)
+        if (src is None) == (value is None):
+            raise TypeError("scatter: give exactly one of src (a Tensor or number) and "
+                            "value (a number)")
+        source = _scatter_source(src if value is None else value, idx, self)
         if reduce is None:
             return Scatter(dim, idx)(self, source)
         if reduce not in ("add", "multiply"):
@@ -992,6 +1008,8 @@ class Tensor:
         return inplace.copy_(self, self.div(other, rounding_mode=rounding_mode))
 
     def clamp_(self, min=None, max=None):  # noqa: A002 (PyTorch's names)
+        if isinstance(min, Tensor) or isinstance(max, Tensor):     # tensor bounds
+            return inplace.copy_(self, self.clamp(min, max))
         return inplace.clamp_(self, min, max)
 
     clip_ = clamp_

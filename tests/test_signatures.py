@@ -51,6 +51,7 @@ OTHER_DEFAULT = {
     # minigrad's None stands for PyTorch's default 1 and tells an explicit
     # correction apart from unbiased=
     ("var", "correction"), ("std", "correction"),
+    ("var_mean", "correction"), ("std_mean", "correction"),
     ("backward", "retain_graph"),             # PyTorch's None means False here
 }
 
@@ -63,6 +64,7 @@ DOCSTRING_NAMES = {
     ("remainder", "divisor"): "other", ("matmul", "tensor2"): "other",
     ("concatenate", "axis"): "dim",
     ("backward", "gradient"): "grad",         # minigrad's fixed name (the design guide)
+    ("bmm", "batch2"): "mat2", ("dot", "other"): "tensor", ("fmod", "divisor"): "other",
 }
 # Creation functions: PyTorch's device=None means the default device, "cpu".
 CREATION = {"arange", "empty", "eye", "full", "full_like", "linspace", "ones", "ones_like",
@@ -210,7 +212,8 @@ def _pairs(torch):
         if inspect.isclass(mine) and inspect.isclass(theirs):
             yield f"nn.{name}", name, mine.__init__, _torch_parameters(theirs.__init__,
                                                                        "__init__"), True
-    for name in sorted(vars(minigrad.Tensor)):
+    methods = {n for cls in type.mro(minigrad.Tensor)[:-1] for n in vars(cls)}
+    for name in sorted(methods):
         mine, theirs = getattr(minigrad.Tensor, name), getattr(torch.Tensor, name, None)
         if name.startswith("_") or theirs is None or not inspect.isfunction(mine):
             continue
@@ -239,7 +242,10 @@ def test_pytorch_takes_minigrads_keyword(torch, method, keyword):
     """Where PyTorch's docstring names an argument differently, PyTorch itself
     takes minigrad's keyword."""
     x = torch.tensor([[3.0, 4.0], [5.0, 6.0]])
-    getattr(x, method)(**{keyword: x if method == "matmul" else torch.tensor(2.0)})
+    if method in ("bmm", "dot"):                  # a batch of matrices, a vector
+        x = x[None] if method == "bmm" else x[0]
+    other = x if method in ("matmul", "bmm", "dot") else torch.tensor(2.0)
+    getattr(x, method)(**{keyword: other})
 
 
 def test_concatenate_takes_dim(torch):

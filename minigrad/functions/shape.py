@@ -421,7 +421,9 @@ class Pad(Function):
     edge (``[1, 2, 3]`` → ``[3, 2, 1, 2, 3, 2, 1]`` for pad 2), "replicate"
     repeats it, "circular" wraps around.  The three copying modes read each
     output entry from one input position (``numpy.pad`` of the positions),
-    so backward adds the gradient back at those positions.
+    so backward adds the gradient back at those positions.  In "constant"
+    mode a negative amount crops that side instead (PyTorch's rule): the
+    input part ``kept`` lands at ``inner`` of the output.
     """
 
     def __init__(self, pad, mode="constant", value=0.0):
@@ -434,8 +436,12 @@ class Pad(Function):
         if self.mode == "constant":
             out = xp.full([n + lo + hi for n, (lo, hi) in zip(a.shape, widths)],
                           self.value, dtype=a.dtype)
-            self.inner = tuple(slice(lo, lo + n) for n, (lo, _) in zip(a.shape, widths))
-            out[self.inner] = a
+            # what stays of the input (all of it, unless a pad is negative) and where
+            self.kept = tuple(slice(max(-lo, 0), n - max(-hi, 0))
+                              for n, (lo, hi) in zip(a.shape, widths))
+            self.inner = tuple(slice(max(lo, 0), max(lo, 0) + k.stop - k.start)
+                               for k, (lo, _) in zip(self.kept, widths))
+            out[self.inner] = a[self.kept]
             return out
         numpy_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[self.mode]
         sources = [np.pad(np.arange(n), w, mode=numpy_mode) for n, w in zip(a.shape, widths)]
@@ -444,7 +450,11 @@ class Pad(Function):
 
     def backward(self, g):
         if self.mode == "constant":
-            return g[self.inner]
+            if all(k.start == 0 and k.stop == n for k, n in zip(self.kept, self.in_shape)):
+                return g[self.inner]            # nothing cropped: the common case
+            grad = get_array_module(g).zeros(self.in_shape, dtype=g.dtype)
+            grad[self.kept] = g[self.inner]
+            return grad
         grad = get_array_module(g).zeros(self.in_shape, dtype=g.dtype)
         scatter_add(grad, self.where, g)
         return grad
@@ -459,9 +469,13 @@ class Pad(Function):
         widths = [(0, 0)] * a.ndim
         for i in range(len(self.pad) // 2):
             widths[a.ndim - 1 - i] = (self.pad[2 * i], self.pad[2 * i + 1])
-        for n, (lo, hi) in zip(a.shape, widths):
-            if lo < 0 or hi < 0:
-                raise ValueError(f"pad: negative padding {self.pad} is not supported")
+        for d, (n, (lo, hi)) in enumerate(zip(a.shape, widths)):
+            if (lo < 0 or hi < 0) and self.mode != "constant":
+                raise ValueError(f"pad: negative padding {self.pad} is only supported in "
+                                 f"mode 'constant', not {self.mode!r}")
+            if n + lo + hi < 0:
+                raise ValueError(f"pad: the input size {n}, plus negative padding {lo} and "
+                                 f"{hi}, gives a negative output size in dimension {d}")
             if self.mode == "reflect" and max(lo, hi) >= n and (lo or hi):
                 raise ValueError(f"pad: reflect padding {max(lo, hi)} must be smaller than "
                                  f"the dimension's size {n}")

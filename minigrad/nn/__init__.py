@@ -20,6 +20,9 @@ from .normalization import (BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm,
                             apply_merged_running_stats, batchnorm_layers,
                             set_merge_running_stats)
 from .pooling import AvgPool2d, MaxPool2d, MaxUnpool2d
+from .layers_more import (CELU, SELU, AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, Fold,
+                          Hardsigmoid, HuberLoss, KLDivLoss, L1Loss, MaxPool1d, SmoothL1Loss,
+                          Unfold)
 
 # exact BatchNorm under gradient accumulation (multi-pass)
 from .exact_batchnorm import ExactBatchNormPasses, exact_batchnorm_backward

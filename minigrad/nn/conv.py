@@ -72,7 +72,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1,  # noqa: A
     """2-D cross-correlation, as ``torch.nn.functional.conv2d``.
 
     Args:
-        input: (N, C_in, H, W).
+        input: (N, C_in, H, W), or (C_in, H, W) unbatched (the result is then
+            (C_out, OH, OW)).
         weight: (C_out, C_in / groups, KH, KW), same floating dtype as ``input``.
         bias: (C_out,) or None.
         stride, dilation: an int or a pair (height, width).
@@ -95,9 +96,12 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1,  # noqa: A
         TypeError: input and weight have different dtypes; stride, padding or
             dilation is not an int or a pair of ints.
     """
+    if input.ndim == 3:         # unbatched (C, H, W), as PyTorch accepts
+        return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation,
+                      groups).squeeze(0)
     if input.ndim != 4:
-        raise ValueError(f"conv2d: expected a 4-D input (N, C, H, W), got shape "
-                         f"{_shape(input)}")
+        raise ValueError(f"conv2d: expected a 3-D (unbatched) or 4-D input (N, C, H, W), "
+                         f"got shape {_shape(input)}")
     if weight.ndim != 4:
         raise ValueError(f"conv2d: expected a 4-D weight (C_out, C_in, KH, KW), got shape "
                          f"{_shape(weight)}")
@@ -131,8 +135,12 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1,  # noqa: A
     stride, padding (an int, "valid" or "same") and dilation are ints.
     Raises ValueError for an input or weight that is not 3-D (and conv2d's errors).
     """
+    if input.ndim == 2:         # unbatched (C, L), as PyTorch accepts
+        return conv1d(input.unsqueeze(0), weight, bias, stride, padding, dilation,
+                      groups).squeeze(0)
     if input.ndim != 3 or weight.ndim != 3:
-        raise ValueError(f"conv1d: expected a 3-D input (N, C, L) and weight (C_out, C_in, "
+        raise ValueError(f"conv1d: expected a 2-D (unbatched) or 3-D input (N, C, L) and "
+                         f"a 3-D weight (C_out, C_in, "
                          f"K), got shapes {_shape(input)} and {_shape(weight)}")
     one = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
     out = conv2d(input.unsqueeze(2), weight.unsqueeze(2), bias,
@@ -171,8 +179,12 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0,  # noqa: A00
             output_padding not smaller than stride or dilation.
         TypeError: input and weight of different dtypes.
     """
+    if input.ndim == 3:         # unbatched (C_in, H, W), as PyTorch accepts
+        return conv_transpose2d(input.unsqueeze(0), weight, bias, stride, padding,
+                                output_padding, groups, dilation).squeeze(0)
     if input.ndim != 4 or weight.ndim != 4:
-        raise ValueError(f"conv_transpose2d: expected a 4-D input (N, C_in, H, W) and "
+        raise ValueError(f"conv_transpose2d: expected a 3-D (unbatched) or 4-D input "
+                         f"(N, C_in, H, W) and "
                          f"weight (C_in, C_out/groups, KH, KW), got shapes "
                          f"{_shape(input)} and {_shape(weight)}")
     if input.shape[1] != weight.shape[0] or weight.shape[0] % groups:

@@ -153,8 +153,12 @@ def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:  # no
     "reflect" (mirrored without the edge), "replicate" (the edge repeated),
     "circular" (wrapped around).  See :class:`minigrad.functions.shape.Pad`.
 
+    A negative amount in "constant" mode removes that many entries from
+    that side (PyTorch's cropping).
+
     Raises ValueError for an odd-length or too long ``pad``, an unknown mode,
-    negative padding, or a reflect padding not smaller than the dimension.
+    negative padding in another mode or one that leaves a negative size,
+    or a reflect padding not smaller than the dimension.
     """
     from ..functions.shape import Pad  # noqa: PLC0415
     return Pad(pad, mode, 0.0 if value is None else value)(_tensor(input, "pad"))
@@ -200,6 +204,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     - "linear" (3-D), "bilinear" (4-D), "trilinear" (5-D): (o + ½)·s - ½
       (clamped at 0), or o·(in - 1)/(out - 1) with ``align_corners=True``,
       mixing the two neighbours linearly;
+    - "area" (3-5-D): the mean over each output cell's window, adaptive
+      average pooling (:func:`adaptive_avg_pool2d`);
     - "bicubic" (4-D): the same position (not clamped), mixing four
       neighbours (clamped to the edge) with Keys' cubic convolution weights,
       a = -0.75 as PyTorch (R. Keys, "Cubic convolution interpolation for
@@ -213,6 +219,10 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     of the wrong number of dimensions, align_corners with a nearest mode,
     recompute_scale_factor with size, or antialias=True (not supported).
     """
+    if mode == "area":          # the mean over each output cell: adaptive average pooling
+        from .functional_more import interpolate_area  # noqa: PLC0415
+        return interpolate_area(input, size, scale_factor, align_corners,
+                                recompute_scale_factor, antialias)
     _check_interpolate(input, mode, align_corners, antialias)
     sizes, scales = _resize_plan(input, size, scale_factor, recompute_scale_factor)
     out = input
@@ -269,7 +279,8 @@ def _cubic_far(x, a=CUBIC_A):
     return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
 
 
-_RESIZE_DIMS = {"nearest": (3, 4, 5), "nearest-exact": (3, 4, 5), "linear": (3,),
+_RESIZE_DIMS = {"nearest": (3, 4, 5), "nearest-exact": (3, 4, 5), "area": (3, 4, 5),
+                "linear": (3,),
                 "bilinear": (4,), "bicubic": (4,), "trilinear": (5,)}
 
 
@@ -284,7 +295,7 @@ def _check_interpolate(x, mode, align_corners, antialias):
         raise ValueError(f"interpolate: {mode} needs a {wanted} input ((N, C) and "
                          f"{'/'.join(str(n - 2) for n in _RESIZE_DIMS[mode])} spatial "
                          f"dimensions), got shape {x.shape}")
-    if mode.startswith("nearest") and align_corners is not None:
+    if (mode.startswith("nearest") or mode == "area") and align_corners is not None:
         raise ValueError("interpolate: align_corners only applies to the interpolating "
                          "modes 'linear', 'bilinear', 'bicubic' and 'trilinear'")
     if antialias:
@@ -645,3 +656,6 @@ from .conv import conv1d, conv2d, conv_transpose2d  # noqa: E402  (after the def
 from .normalization import batch_norm, group_norm, layer_norm  # noqa: E402
 from .pooling import avg_pool2d, max_pool2d, max_unpool2d  # noqa: E402
 from ..functions.attention import scaled_dot_product_attention  # noqa: E402,F401
+from .functional_more import (adaptive_avg_pool1d, adaptive_avg_pool2d,  # noqa: E402,F401
+                              avg_pool1d, celu, fold, hardsigmoid, huber_loss, kl_div,
+                              l1_loss, max_pool1d, selu, smooth_l1_loss, unfold)

@@ -20,8 +20,8 @@ def _pool_options(name, kernel_size, stride, padding):
 
 def _check_input(name, x):
     if x.ndim != 4:
-        raise ValueError(f"{name}: expected a 4-D input (N, C, H, W), got shape "
-                         f"{tuple(x.shape)}")
+        raise ValueError(f"{name}: expected a 3-D (unbatched) or 4-D input (N, C, H, W), "
+                         f"got shape {tuple(x.shape)}")
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
@@ -29,7 +29,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: 
     """Maximum over KH×KW windows, as ``torch.nn.functional.max_pool2d``.
 
     Args:
-        input: (N, C, H, W), floating point.
+        input: (N, C, H, W), floating point; or (C, H, W) unbatched (the
+            result is then unbatched too).
         kernel_size, stride, padding, dilation: an int or a pair;
             ``stride=None`` means ``stride = kernel_size``.  Padding counts as
             -inf and may be at most half the kernel size; ``dilation`` spaces
@@ -55,6 +56,10 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: 
         ValueError: input not 4-D, kernel or stride < 1, padding larger than
             half the kernel, or a window larger than the padded input.
     """
+    if isinstance(input, Tensor) and input.ndim == 3:     # unbatched (C, H, W)
+        out = max_pool2d(input.unsqueeze(0), kernel_size, stride, padding, dilation,
+                         ceil_mode, return_indices)
+        return tuple(t.squeeze(0) for t in out) if return_indices else out.squeeze(0)
     _check_input("max_pool2d", input)
     kernel, stride, padding = _pool_options("max_pool2d", kernel_size, stride, padding)
     dilation = pair(dilation, "max_pool2d: dilation")
@@ -142,6 +147,9 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0,  # noqa: A002
     Raises:
         ValueError: as :func:`max_pool2d`; a divisor_override of 0.
     """
+    if isinstance(input, Tensor) and input.ndim == 3:     # unbatched (C, H, W)
+        return avg_pool2d(input.unsqueeze(0), kernel_size, stride, padding, ceil_mode,
+                          count_include_pad, divisor_override).squeeze(0)
     _check_input("avg_pool2d", input)
     kernel, stride, padding = _pool_options("avg_pool2d", kernel_size, stride, padding)
     if divisor_override is not None and divisor_override == 0:

@@ -119,7 +119,7 @@ def test_conv2d_initialization_is_pytorch_default_and_seeded():
 
 
 @pytest.mark.parametrize("call, error, words", [
-    (lambda: F.conv2d(minigrad.zeros(3, 8, 8), minigrad.zeros(2, 3, 3, 3)),
+    (lambda: F.conv2d(minigrad.zeros(8, 8), minigrad.zeros(2, 3, 3, 3)),
      ValueError, "4-D input"),
     (lambda: F.conv2d(minigrad.zeros(1, 3, 8, 8), minigrad.zeros(2, 3, 3)),
      ValueError, "4-D weight"),
