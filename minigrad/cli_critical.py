@@ -30,6 +30,11 @@ def add_critical_batch_parser(commands, positive_float) -> None:
     p.add_argument("--out", metavar="DIR", default="runs/critical-batch",
                    help="folder for results.json, table.md and the two figures "
                         "(default: runs/critical-batch)")
+    p.add_argument("--record", metavar="PATH", default=None,
+                   help="also write the numbers (the fit, the noise scales, each batch "
+                        "size's best lr, steps and examples, the sweep) and this command "
+                        "line to the JSON file PATH; benchmarks/critical_batch.json is the "
+                        "record chapter 14 quotes (tests/docs/test_prose_numbers.py)")
     p.set_defaults(command_parser=p, device="cpu")
 
 
@@ -51,5 +56,28 @@ def run_critical_batch(args) -> int:
           "(those parameters held fixed, 300 windows at lr 0)")
     for path in cb.write_outputs(result, args.out):
         print(f"wrote {path}")
+    if args.record:
+        print(f"wrote {write_record(result, args.record)}")
     print(f"done in {result.seconds:.1f} s", file=sys.stderr)
     return 0
+
+
+def write_record(result, path) -> str:
+    """The numbers of ``result`` (a :class:`CriticalBatchResult`) without the
+    update-by-update noise record, and the command line, as JSON in ``path``."""
+    import json  # noqa: PLC0415
+    import shlex  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+    args = sys.argv[2:] if sys.argv[1:2] == ["critical-batch"] else []
+    args = [a for i, a in enumerate(args)
+            if a != "--record" and (i == 0 or args[i - 1] != "--record")
+            and not a.startswith("--record=")]
+    data = result.to_dict()
+    data.pop("noise_record")
+    data["seconds"] = round(data["seconds"], 1)
+    record = {"command": ("python -m minigrad critical-batch " + shlex.join(args)).strip(),
+              "results": data}
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return str(out)

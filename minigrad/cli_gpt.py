@@ -91,6 +91,11 @@ def add_gpt_parsers(commands, number_types, add_device_and_dtype) -> None:
                         "(default: the checkpoint shipped in the package)")
     f.add_argument("--out", metavar="PATH", default=None,
                    help="save the result: the adapters alone with --lora-rank, else the model")
+    f.add_argument("--record", metavar="PATH", default=None,
+                   help="write the run's numbers (validation losses, last window losses, "
+                        "the base's bytes) and this command line to the JSON file PATH; "
+                        "the records under benchmarks/finetune/ are the ones the chapters "
+                        "quote (tests/docs/test_prose_numbers.py)")
     f.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_device_and_dtype(f, "float32")
     f.set_defaults(command_parser=f)
@@ -201,8 +206,48 @@ def run_finetune(args, progress) -> int:
         state = lora_state_dict(model) if args.lora_rank else model.state_dict()
         print(f"wrote {minigrad.save(state, args.out)}"
               + (" (the adapters alone)" if args.lora_rank else ""))
+    if args.record:
+        print(f"wrote {write_finetune_record(result, args.record)}")
     print(f"done in {result['seconds']:.1f} s")
     return 0
+
+
+#: The numbers of a finetune result that ``--record`` keeps (those present).
+RECORD_KEYS = ("val_loss_float", "val_loss_before", "val_loss_after", "micro_batch_val_loss",
+               "micro_batch_lr", "micro_batch_scaled_val_loss", "micro_batch_scaled_lr",
+               "trainable_parameters", "parameters")
+
+
+def finetune_record(result) -> dict:
+    """The numbers of a ``finetune`` result, rounded to 6 significant digits:
+    the keys of :data:`RECORD_KEYS` it has, the last window's loss of each run
+    (``last_window_loss``, ``micro_batch_last_window_loss``, ...) and the base's
+    bytes with ``--quantize``."""
+    values = {key: result[key] for key in RECORD_KEYS if key in result}
+    for run in ("window", "micro_batch", "micro_batch_scaled"):
+        if f"{run}_losses" in result:
+            name = "last_window_loss" if run == "window" else f"{run}_last_window_loss"
+            values[name] = result[f"{run}_losses"][-1]
+    for key, value in result.get("base_bytes", {}).items():
+        if isinstance(value, (int, float)):
+            values[f"base_{key}"] = value
+    return {key: float(f"{float(value):.6g}") for key, value in sorted(values.items())}
+
+
+def write_finetune_record(result, path) -> str:
+    """``{"command": ..., "results": finetune_record(result)}`` as JSON in ``path``."""
+    import json  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+    args = sys.argv[2:] if sys.argv[1:2] == ["finetune"] else []
+    args = [a for i, a in enumerate(args)
+            if a != "--record" and (i == 0 or args[i - 1] != "--record")
+            and not a.startswith("--record=") and a != "--no-progress"]
+    record = {"command": ("python -m minigrad finetune " + shlex.join(args)).strip(),
+              "results": finetune_record(result)}
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return str(out)
 
 
 def _plot_finetune(result, args) -> None:
