@@ -7,7 +7,10 @@ the executed result lies, and a tolerance.  Two kinds of executed result:
 * :func:`recorded` -- a value a notebook recorded with
   ``minigrad.experiments.results.record`` in ``notebooks/results/NN.json``;
 * :func:`printed` -- a number a notebook printed, read from its saved outputs
-  (the outputs ``make notebooks`` saved when it last executed it).
+  (the outputs ``make notebooks`` saved when it last executed it);
+* :func:`command_record` -- a number a long command wrote into its committed
+  record with ``--record`` (``benchmarks/critical_batch.json``,
+  ``benchmarks/finetune/*.json``: the run's numbers and its command line).
 
 The prose is read outside fenced code blocks, with ``**``, ``*`` and backticks
 removed and every run of white space (line breaks included) made one space,
@@ -194,14 +197,44 @@ def printed_all(chapter: str, pattern: str) -> list[tuple[str, ...]]:
     return re.findall(pattern, saved_output(chapter), re.M)
 
 
+def command_record_path(name: str):
+    return ROOT / "benchmarks" / f"{name}.json"
+
+
+@lru_cache(maxsize=None)
+def _command_record(name: str) -> dict:
+    path = command_record_path(name)
+    if not path.is_file():
+        raise MissingResult(f"benchmarks/{name}.json does not exist: run the command it "
+                            f"records with --record (benchmarks/README.md)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def command_record(name: str, key: str, index: int | None = None) -> float:
+    """Result ``key`` of the command record ``benchmarks/<name>.json`` (element
+    ``index`` of a list; a key with dots walks into nested dictionaries)."""
+    value = _command_record(name)["results"]
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise MissingResult(f"benchmarks/{name}.json has no result {key!r}: the command "
+                                f"no longer records it")
+        value = value[part]
+    if index is not None:
+        value = value[index]
+    if value is None:
+        raise MissingResult(f"benchmarks/{name}.json: {key!r} is null")
+    return float(value)
+
+
 # ---------------------------------------------------------------- bindings
 
 @dataclass
 class Binding:
     """A number the prose of ``chapter`` states, and the executed result it must equal.
 
-    ``prose``: a regular expression with the group ``n`` (the number) or the
-    groups ``lo`` and ``hi`` (a range the result must lie in), or a tuple of
+    ``prose``: a regular expression with the group ``n`` (the number), the
+    groups ``lo`` and ``hi`` (a range the result must lie in), the group
+    ``max`` (an upper bound: "less than 0.1 %"), or a tuple of
     such expressions (alternative wordings); every match in the chapter is
     checked.  ``result(match)``: the executed value (the match lets
     one binding serve "X MiB at k = 8" for every k).  ``required``: the
@@ -263,8 +296,15 @@ class Binding:
                         f"the range {groups['lo']}–{groups['hi']} in {context!r}; the "
                         f"executed result {actual:.4g} lies outside it ({self.source}; "
                         f"tolerance {self.tol})")
+            elif groups.get("max") is not None:
+                if not actual < parse_number(groups["max"]):
+                    out.append(
+                        f"{where}:{prose.line(m.start('max'))}: [{self.id}] the text states "
+                        f"a bound {groups['max']!r} in {context!r}; the executed result "
+                        f"{actual:.4g} is not below it ({self.source})")
             else:
-                raise ValueError(f"binding {self.id}: the regex must have group n, or lo and hi")
+                raise ValueError(f"binding {self.id}: the regex must have group n, lo and "
+                                 f"hi, or max")
         return out
 
 

@@ -23,9 +23,10 @@ import re
 import pytest
 
 from .markdown import ROOT
-from .prose_numbers import (Binding, Tol, chapter_path, check_text, notebook_path,
-                            parse_number, printed, printed_all, prose_of, recorded,
-                            results_path, saved_output)
+from .markdown import blocks, same_numbers
+from .prose_numbers import (Binding, Tol, chapter_path, check_text, command_record,
+                            command_record_path, notebook_path, parse_number, printed,
+                            printed_all, prose_of, recorded, results_path, saved_output)
 
 # A number as the chapters write it: 2.6, 1,115,394, 5.7e-16, 1.3·10⁻².
 NUM = r"\d+(?:,\d{3})*(?:\.\d+)?(?:e-?\d+|\s?[·×]\s?10[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+)?"
@@ -64,6 +65,33 @@ def _08_token_ratio(_m=None) -> float:
 
 def _06_gap(b: int) -> float:
     return printed("06", rf"^micro-batch\s+{b} \(k =\s*\d+\): mean relative gap ([\d.]+)")
+
+
+# The records long commands write with --record (benchmarks/README.md says how).
+QLORA = "finetune/qlora_nf4_rank8"        # finetune --quantize nf4 --lora-rank 8
+LORA = "finetune/lora_rank8"              # finetune --lora-rank 8
+COMPARE = "finetune/compare_micro_batch"  # finetune --updates 20 --compare-micro-batch
+CRITICAL = "critical_batch"               # critical-batch
+
+
+def _critical_row(key: str, batch: str) -> float:
+    """Column ``key`` of the full critical-batch run at batch size ``batch``."""
+    sizes = [int(command_record(CRITICAL, "batch_sizes", i))
+             for i in range(len(_critical_sizes()))]
+    return command_record(CRITICAL, key, sizes.index(int(batch)))
+
+
+def _critical_sizes() -> list:
+    from .prose_numbers import _command_record
+    return _command_record(CRITICAL)["results"]["batch_sizes"]
+
+
+def _12(key: str):
+    return lambda m: recorded("12", key)
+
+
+def _14(key: str):
+    return lambda m: recorded("14", key)
 
 
 def _10_gap(w: int, which: str) -> float:
@@ -185,6 +213,57 @@ BINDINGS = [
     Binding("12-activations-no-ckpt", "12", rf"activations alone are {N} GB",
             lambda m: recorded("12", "activations_no_ckpt_gb"), SHOWN,
             "notebook 12: activations without checkpointing"),
+    # ---- chapter 12 §7: a frozen base in 8 and 4 bits (notebook 12, and the finetune records)
+    Binding("12-scales-per-weight", "12", rf"costs 4/64 = {N} byte per weight",
+            lambda m: recorded("12", "per_weight_nf4_measured") - 0.5, SHOWN,
+            "notebook 12: NF4's measured bytes per weight − the codes' 0.5"),
+    Binding("12-dq-scales-per-weight", "12", rf"4/\(64·256\) ≈ {N} byte per weight",
+            lambda m: recorded("12", "per_weight_nf4_dq_planned") - 0.5, SHOWN,
+            "notebook 12: nf4-dq's planned bytes per weight − the codes' 0.5"),
+    Binding("12-dq-saving-per-weight", "12", rf"Double quantization saves {N} byte per weight",
+            _12("double_quantization_saving_per_weight"), SHOWN,
+            "notebook 12: nf4 − nf4-dq base bytes of the 13B plan, per weight"),
+    Binding("12-dq-saving-gb", "12", rf"saves {NUM} byte per weight, {N} GB on 13B",
+            _12("double_quantization_saving_gb"), SHOWN,
+            "notebook 12: nf4 − nf4-dq base bytes of the 13B plan"),
+    Binding("12-dequant-chunked-peak", "12",
+            rf"16 rows at a time peak at (?:about )?{N} KiB", _12("dequant_chunked_peak_kib"),
+            ALLOCATOR, "notebook 12: peak of forward + backward of Linear4bit, 16 rows at a time"),
+    Binding("12-dequant-whole-peak", "12", rf"dequantizing the weight whole peaks at {N} KiB",
+            _12("dequant_whole_peak_kib"), ALLOCATOR,
+            "notebook 12: peak of Linear4bit.dequantize() of the whole 1024 × 1024 weight"),
+    *[Binding(f"12-bytes-figure-{name}", "12",
+              "float32, int8, nf4 and nf4-dq: {}, {}, {} and {}".format(
+                  *(N if j == i else NUM for j in range(4))),
+              _12(f"per_weight_{name}_measured"), SHOWN,
+              f"notebook 12: measured bytes per weight, {name} (the figure's alt text)")
+      for i, name in enumerate(("float32", "int8", "nf4", "nf4_dq"))],
+    *[Binding(f"12-error-{scheme}-{end}", "12",
+              (rf"{N}{PCT} to {NUM}{PCT} {where}" if end == "min"
+               else rf"{NUM}{PCT} to {N}{PCT} {where}"),
+              _12(f"error_{scheme}_{end}_percent"), SHOWN,
+              f"notebook 12: relative Frobenius error per layer, {scheme}, {end}imum")
+      for scheme, where in (("int8", r"in int8"), ("nf4", r"in NF4\b(?!-)"),
+                            ("int4", r"for evenly spaced 4-bit levels"))
+      for end in ("min", "max")],
+    Binding("12-val-float-base", "12", rf"moves from {N} \(float base\)",
+            lambda m: command_record(QLORA, "val_loss_float"), SHOWN,
+            "benchmarks/finetune/qlora_nf4_rank8.json: validation loss of the float base"),
+    Binding("12-val-nf4-base", "12", rf"to {N} \(NF4 base\)",
+            lambda m: command_record(QLORA, "val_loss_before"), SHOWN,
+            "benchmarks/finetune/qlora_nf4_rank8.json: validation loss of the NF4 base"),
+    Binding("12-val-qlora", "12", rf"bring it to {N}",
+            lambda m: command_record(QLORA, "val_loss_after"), SHOWN,
+            "benchmarks/finetune/qlora_nf4_rank8.json: after rank-8 adapters on the NF4 base"),
+    Binding("12-val-lora-float", "12", rf"against {N} for the same adapters on the float base",
+            lambda m: command_record(LORA, "val_loss_after"), SHOWN,
+            "benchmarks/finetune/lora_rank8.json: after rank-8 adapters on the float base"),
+    Binding("12-13b-codes-only", "12", rf"The codes alone said {N} GB",
+            _12("total13_4bit_gb"), SHOWN, "notebook 12: 13B plan, 4-bit codes without scales"),
+    Binding("12-13b-nf4", "12", rf"with float32 scales it is {N} GB",
+            _12("total13_nf4_gb"), SHOWN, "notebook 12: 13B plan, nf4 with float32 scales"),
+    Binding("12-13b-nf4-dq", "12", rf"scales it is {NUM} GB, with double quantization {N} GB",
+            _12("total13_nf4_dq_gb"), SHOWN, "notebook 12: 13B plan, nf4 with double quantization"),
     # ---- chapter 13: fine-tuning
     Binding("13-bug-gradients", "13", rf"gradients differ by {N}{PCT} of their largest entry",
             lambda m: 100 * printed("13", r"^bug: gradients differ by ([\d.]+)"), SHOWN,
@@ -199,12 +278,136 @@ BINDINGS = [
             lambda m: 100 * printed("13", r"trainable ([\d,]+) of", 1)
             / printed("13", r"trainable [\d,]+ of ([\d,]+)", 1), SHOWN,
             "notebook 13: LoRA's trainable share"),
-    Binding("13-val-accumulated", "13", rf"are {N} accumulated",
+    Binding("13-val-accumulated", "13", (rf"are {N} accumulated", rf"differs: {N} accumulated"),
             lambda m: printed("13", r"1 × 16 accumulated ([\d.]+)"), SHOWN,
             "notebook 13: validation loss, 1 × 16 accumulated"),
-    Binding("13-val-batch1", "13", rf"accumulated and {N} at batch 1",
+    Binding("13-val-batch1", "13", rf"accumulated(?:,| and) {N} at batch 1",
             lambda m: printed("13", r"batch 1 ([\d.]+)"), SHOWN,
             "notebook 13: validation loss, batch 1"),
+    Binding("13-val-batch1-scaled", "13", rf"{N} at batch 1 and lr/√16",
+            lambda m: printed("13", r"([\d.]+) at lr/√16"), SHOWN,
+            "notebook 13: validation loss, batch 1 at lr/√16 (64 pairs)"),
+    Binding("13-val-before-64", "13", rf"lr/√16, from {N} before fine-tuning",
+            lambda m: printed("13", r"validation loss per completion token: before ([\d.]+)"),
+            SHOWN, "notebook 13: validation loss before fine-tuning (64 pairs)"),
+    Binding("13-compare-accumulated", "13", rf"accumulated run reaches a validation loss of {N}",
+            lambda m: command_record(COMPARE, "val_loss_after"), SHOWN,
+            "benchmarks/finetune/compare_micro_batch.json: 1 × 16 accumulated"),
+    Binding("13-compare-batch1", "13", rf"and the batch-1 run {N} \(validation on 256",
+            lambda m: command_record(COMPARE, "micro_batch_val_loss"), SHOWN,
+            "benchmarks/finetune/compare_micro_batch.json: batch 1, same lr"),
+    Binding("13-compare-before", "13",
+            (rf"256 held-out pairs, from {N} before fine-tuning",
+             rf"completion token goes from {N} to"),
+            lambda m: command_record(COMPARE, "val_loss_before"), SHOWN,
+            "benchmarks/finetune/compare_micro_batch.json: before fine-tuning (256 pairs)"),
+    Binding("13-compare-batch1-train", "13", rf"batch-1 run's training loss is {N}",
+            lambda m: command_record(COMPARE, "micro_batch_last_window_loss"), SHOWN,
+            "benchmarks/finetune/compare_micro_batch.json: batch 1's last window, token-weighted"),
+    Binding("13-compare-accumulated-train", "13",
+            rf"training loss is {NUM} and the accumulated run's {N}",
+            lambda m: command_record(COMPARE, "last_window_loss"), SHOWN,
+            "benchmarks/finetune/compare_micro_batch.json: the accumulated run's last window"),
+    Binding("13-compare-scaled-lr", "13", rf"lr/√16 = {N}, and there it reaches",
+            lambda m: command_record(COMPARE, "micro_batch_scaled_lr"), SHOWN,
+            "benchmarks/finetune/compare_micro_batch.json: lr/√16"),
+    Binding("13-compare-scaled", "13", rf"there it reaches {N}",
+            lambda m: command_record(COMPARE, "micro_batch_scaled_val_loss"), SHOWN,
+            "benchmarks/finetune/compare_micro_batch.json: batch 1 at lr/√16"),
+    # ---- chapter 14: how many steps (notebook 14, the critical-batch and finetune records)
+    Binding("14-equal-examples-best-lr", "14",
+            rf"the learning rate that suits it best \({N}, from a grid",
+            _14("equal_examples_accumulated_lr"), SHOWN, "notebook 14: the accumulated run's lr"),
+    Binding("14-equal-examples-updates-acc", "14", rf"accumulated run taking {N} updates",
+            _14("equal_examples_accumulated_updates"), SHOWN,
+            "notebook 14: the accumulated run's updates"),
+    Binding("14-equal-examples-updates-b1", "14", rf"batch 1 taking {N} updates",
+            _14("equal_examples_batch1_updates"), SHOWN, "notebook 14: batch 1's updates"),
+    *[Binding(f"14-equal-examples-{key}-{column}", "14",
+              rf"\| {row} \| " + " \\| ".join(
+                  N if c == column else NUM for c in ("lr", "updates", "loss")) + r" \|",
+              _14(f"equal_examples_{key}_{column}" if column != "updates" else
+                  f"equal_examples_{'accumulated' if key == 'accumulated' else 'batch1'}_updates"),
+              SHOWN, f"notebook 14: the equal-examples table, {key}, {column}")
+      for key, row in (("accumulated", "1 × 16 accumulated"),
+                       ("linear", r"batch 1, lr/16 \(linear rule\)"),
+                       ("square_root", r"batch 1, lr/√16 \(square-root rule\)"),
+                       ("tuned", "batch 1, its own best lr"))
+      for column in ("lr", "updates", "loss")],
+    Binding("14-equal-examples-equal-lr", "14", rf"\| batch 1, the same lr \| {N} \|",
+            _14("equal_examples_equal_lr"), SHOWN, "notebook 14: batch 1 at the same lr"),
+    Binding("14-equal-examples-equal-updates", "14",
+            rf"\| batch 1, the same lr \| {NUM} \| {N} \|",
+            _14("equal_examples_batch1_updates"), SHOWN, "notebook 14: batch 1's updates"),
+    Binding("14-finetune-accumulated", "14", rf"\| 1 × 16 accumulated \| 3e-4 \| {N} \|",
+            lambda m: command_record(COMPARE, "val_loss_after"), SHOWN,
+            "benchmarks/finetune/compare_micro_batch.json: 1 × 16 accumulated"),
+    Binding("14-finetune-batch1", "14", rf"\| batch 1 \| 3e-4 \| {N} \|",
+            lambda m: command_record(COMPARE, "micro_batch_val_loss"), SHOWN,
+            "benchmarks/finetune/compare_micro_batch.json: batch 1, same lr"),
+    Binding("14-finetune-scaled-lr", "14", rf"\| batch 1 \| {N} \(lr/√16\)",
+            lambda m: command_record(COMPARE, "micro_batch_scaled_lr"), SHOWN,
+            "benchmarks/finetune/compare_micro_batch.json: lr/√16"),
+    Binding("14-finetune-scaled", "14", rf"\| batch 1 \| {NUM} \(lr/√16\) \| {N} \|",
+            lambda m: command_record(COMPARE, "micro_batch_scaled_val_loss"), SHOWN,
+            "benchmarks/finetune/compare_micro_batch.json: batch 1 at lr/√16"),
+    Binding("14-finetune-before", "14", rf"256 held-out pairs, {N} before fine-tuning",
+            lambda m: command_record(COMPARE, "val_loss_before"), SHOWN,
+            "benchmarks/finetune/compare_micro_batch.json: before fine-tuning"),
+    Binding("14-spread-batch1", "14", rf"is {N} at batch 1 and {NUM} at batch 16",
+            _14("spread_batch1"), SHOWN, "notebook 14: E|g_1 − G|²/|G|²"),
+    Binding("14-spread-batch16", "14", rf"at batch 1 and {N} at batch 16",
+            _14("spread_batch16"), SHOWN, "notebook 14: E|g_16 − G|²/|G|²"),
+    Binding("14-spread-ratio", "14", rf"at batch 16: a ratio of {N}",
+            _14("spread_ratio"), SHOWN, "notebook 14: the ratio of the two spreads"),
+    Binding("14-spread-batch16-words", "14", rf"outweighs the signal {NW} times over",
+            _14("spread_batch16"), SHOWN, "notebook 14: E|g_16 − G|²/|G|²"),
+    Binding("14-noise-memory-gradients", "14", rf"an MLP with {N} MiB of gradients",
+            _14("noise_memory_gradient_mib"), SHOWN, "notebook 14: the MLP's gradient bytes"),
+    Binding("14-noise-memory-extra", "14",
+            rf"adds less than (?P<max>{NUM}){PCT} of the gradients' bytes",
+            _14("noise_memory_extra_percent"), SHOWN,
+            "notebook 14: extra peak bytes with track_noise_scale, % of the gradients"),
+    *[Binding(f"14-unbiased-{key}-{part}", "14",
+              rf"{lead} " + {"mean": rf"{N} ± {NUM} against {exact}{NUM}",
+                             "se": rf"{NUM} ± {N} against {exact}{NUM}",
+                             "exact": rf"{NUM} ± {NUM} against {exact}{N}"}[part],
+              _14(f"unbiased_{key}_{part}"), SHOWN,
+              f"notebook 14: the two-batch estimate of {key}, {part}")
+      for key, lead, exact in (("grad_sq", r"mean \|G\|² estimate is", "the exact "),
+                               ("trace", r"mean tr\(Σ\) estimate", ""))
+      for part in ("mean", "se", "exact")],
+    Binding("14-noise-early", "14",
+            (rf"B_simple averages {N}; over the last 20 updates",
+             rf"grows from about {N} to about {NUM} as the loss falls"),
+            _14("noise_scale_updates_10_30"), SHOWN,
+            "notebook 14: smoothed noise scale, mean over updates 10 to 30"),
+    Binding("14-noise-late", "14",
+            (rf"over the last 20 updates, {N}", rf"to about {N} as the loss falls"),
+            _14("noise_scale_last_20"), SHOWN,
+            "notebook 14: smoothed noise scale, mean over the last 20 updates"),
+    Binding("14-noise-at-target", "14",
+            (rf"the accumulator's smoothed value is {N}",
+             rf"at the target, {N}, sits close to the fitted"),
+            lambda m: command_record(CRITICAL, "noise_scale_at_target"), SHOWN,
+            "benchmarks/critical_batch.json: smoothed B_simple when batch 32 reaches the target"),
+    Binding("14-noise-frozen", "14", rf"over 300 windows gives {N}",
+            lambda m: command_record(CRITICAL, "noise_scale_frozen"), SHOWN,
+            "benchmarks/critical_batch.json: B_simple with the parameters held fixed"),
+    *[Binding(f"14-critical-table-{key}", "14",
+              rf"\| (?P<b>\d+) \| \d+ \| " + " \\| ".join(
+                  N if j == i else NUM for j in range(3)) + r" \|",
+              lambda m, key=key: _critical_row(key, m["b"]), SHOWN,
+              f"benchmarks/critical_batch.json: {key} at each batch size")
+      for i, key in enumerate(("best_lr", "steps", "examples"))],
+    Binding("14-s-min", "14", rf"S_min = {N} steps, E_min",
+            lambda m: command_record(CRITICAL, "s_min"), SHOWN, "benchmarks/critical_batch.json"),
+    Binding("14-e-min", "14", rf"E_min = {N} examples, B_crit",
+            lambda m: command_record(CRITICAL, "e_min"), SHOWN, "benchmarks/critical_batch.json"),
+    Binding("14-b-crit", "14",
+            (rf"examples, B_crit = {N}", rf"sits close to the fitted {N}"),
+            lambda m: command_record(CRITICAL, "b_crit"), SHOWN,
+            "benchmarks/critical_batch.json: E_min / S_min"),
 ]
 
 BY_ID = {b.id: b for b in BINDINGS}
@@ -248,6 +451,52 @@ def test_every_bound_sentence_is_found():
 def test_at_least_fifteen_numbers_in_chapters_04_to_13_are_bound():
     chapters = {b.chapter for b in BINDINGS}
     assert len(BINDINGS) >= 15 and len(chapters) >= 6, (len(BINDINGS), sorted(chapters))
+
+
+# ---------------------------------------------------------------- quoted outputs
+
+# A chapter's ```text block that quotes a notebook's printout (no ```python block
+# before it prints it in the chapter, so tests/docs/test_chapters.py does not run
+# it): the block starting with this header line must show the numbers of the
+# notebook's saved output from the same header on, line for line.
+QUOTED_OUTPUTS = [
+    ("12", "base      measured B   planned B"),   # §7: bytes measured = bytes planned
+]
+
+
+@needs_outputs
+@pytest.mark.parametrize("chapter, header", QUOTED_OUTPUTS, ids=lambda v: str(v)[:12])
+def test_quoted_notebook_outputs_match_the_saved_outputs(chapter, header):
+    path = chapter_path(chapter)
+    quoted = [b for b in blocks(path.read_text(encoding="utf-8"))
+              if b.lang == "text" and b.text.startswith(header)]
+    assert len(quoted) == 1, f"chapters/{path.name}: no single ```text block starts with {header!r}"
+    block = quoted[0]
+    output = saved_output(chapter)
+    assert header in output, f"notebook {chapter}'s saved output has no line {header!r}"
+    lines = output[output.index(header):].splitlines()[:len(block.text.splitlines())]
+    problem = same_numbers("\n".join(lines), block.text)
+    assert problem is None, (f"chapters/{path.name}:{block.line}: the quoted output differs "
+                             f"from notebook {chapter}'s: {problem}")
+
+
+# ---------------------------------------------------------------- command records
+
+# Each record a binding reads, and where its command line is documented.
+COMMAND_RECORDS = [QLORA, LORA, COMPARE, CRITICAL]
+
+
+@pytest.mark.parametrize("name", COMMAND_RECORDS)
+def test_command_records_name_their_command_and_are_documented(name):
+    """A record under benchmarks/ says which command wrote it, and
+    benchmarks/README.md gives that command (with --record) so it can be rerun."""
+    record = json.loads(command_record_path(name).read_text(encoding="utf-8"))
+    command = record["command"]
+    assert command.startswith("python -m minigrad ") and record["results"], name
+    readme = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    expected = f"{command} --record benchmarks/{name}.json"
+    assert expected in readme, (f"benchmarks/README.md does not give the command of "
+                                f"benchmarks/{name}.json: {expected!r}")
 
 
 # ---------------------------------------------------------------- the results files
