@@ -372,6 +372,7 @@ def main(argv=None) -> int:
     """
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)   # for the records' command line
     if args.command is None:
         parser.print_help(sys.stderr)
         parser.exit(2, "\nminigrad: error: choose a command: verify or train\n")

@@ -57,26 +57,22 @@ def run_critical_batch(args) -> int:
     for path in cb.write_outputs(result, args.out):
         print(f"wrote {path}")
     if args.record:
-        print(f"wrote {write_record(result, args.record)}")
+        print(f"wrote {write_record(result, args.record, getattr(args, 'argv', None))}")
     print(f"done in {result.seconds:.1f} s", file=sys.stderr)
     return 0
 
 
-def write_record(result, path) -> str:
+def write_record(result, path, argv=None) -> str:
     """The numbers of ``result`` (a :class:`CriticalBatchResult`) without the
-    update-by-update noise record, and the command line, as JSON in ``path``."""
+    update-by-update noise record, and the command line (``argv``: the command's
+    arguments), as JSON in ``path``."""
     import json  # noqa: PLC0415
-    import shlex  # noqa: PLC0415
     from pathlib import Path  # noqa: PLC0415
-    args = sys.argv[2:] if sys.argv[1:2] == ["critical-batch"] else []
-    args = [a for i, a in enumerate(args)
-            if a != "--record" and (i == 0 or args[i - 1] != "--record")
-            and not a.startswith("--record=")]
+    from .cli_gpt import command_line  # noqa: PLC0415
     data = result.to_dict()
     data.pop("noise_record")
     data["seconds"] = round(data["seconds"], 1)
-    record = {"command": ("python -m minigrad critical-batch " + shlex.join(args)).strip(),
-              "results": data}
+    record = {"command": command_line("critical-batch", argv), "results": data}
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")

@@ -207,7 +207,7 @@ def run_finetune(args, progress) -> int:
         print(f"wrote {minigrad.save(state, args.out)}"
               + (" (the adapters alone)" if args.lora_rank else ""))
     if args.record:
-        print(f"wrote {write_finetune_record(result, args.record)}")
+        print(f"wrote {write_finetune_record(result, args.record, getattr(args, 'argv', None))}")
     print(f"done in {result['seconds']:.1f} s")
     return 0
 
@@ -234,16 +234,23 @@ def finetune_record(result) -> dict:
     return {key: float(f"{float(value):.6g}") for key, value in sorted(values.items())}
 
 
-def write_finetune_record(result, path) -> str:
-    """``{"command": ..., "results": finetune_record(result)}`` as JSON in ``path``."""
-    import json  # noqa: PLC0415
-    from pathlib import Path  # noqa: PLC0415
-    args = sys.argv[2:] if sys.argv[1:2] == ["finetune"] else []
+def command_line(command: str, argv, drop=("--no-progress",)) -> str:
+    """``python -m minigrad COMMAND ARGS`` from the arguments ``argv`` the command was
+    given (``sys.argv[1:]`` when None), without ``--record PATH`` and ``drop``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = argv[1:] if argv[:1] == [command] else argv
     args = [a for i, a in enumerate(args)
             if a != "--record" and (i == 0 or args[i - 1] != "--record")
-            and not a.startswith("--record=") and a != "--no-progress"]
-    record = {"command": ("python -m minigrad finetune " + shlex.join(args)).strip(),
-              "results": finetune_record(result)}
+            and not a.startswith("--record=") and a not in drop]
+    return ("python -m minigrad " + shlex.join([command] + args)).strip()
+
+
+def write_finetune_record(result, path, argv=None) -> str:
+    """``{"command": ..., "results": finetune_record(result)}`` as JSON in ``path``
+    (``argv``: the command's arguments, for the command line)."""
+    import json  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+    record = {"command": command_line("finetune", argv), "results": finetune_record(result)}
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")

@@ -67,3 +67,34 @@ def test_cli_train_logs_the_noise_scale(capsys):
                      "1", "--optimizer", "sgd", "--track-noise-scale", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "noise scale" in out and "gradient noise scale B_simple after the last window" in out
+
+
+def test_record_keeps_the_numbers_and_the_command_line(tmp_path, monkeypatch):
+    fake = cb.CriticalBatchResult([1, 4, 16], [0.1, 0.4, 0.8], [600.0, 170.0, 70.0],
+                                  [600.0, 680.0, 1120.0], {"1": {"0.1": 600.0}}, *cb.fit_tradeoff(
+                                      [1, 4, 16], [600.0, 170.0, 70.0]),
+                                  [{"step": 1, "loss": 2.0, "noise_scale": 5.0}], 5.0, 9.0, 0.3,
+                                  [0], 1.04)
+    monkeypatch.setattr(cb, "critical_batch", lambda **kwargs: fake)
+    path = tmp_path / "sub" / "record.json"
+    assert cli.main(["critical-batch", "--quick", "--out", str(tmp_path), "--record",
+                     str(path)]) == 0
+    record = json.loads(path.read_text())
+    assert record["command"] == "python -m minigrad critical-batch --quick --out " + str(tmp_path)
+    results = record["results"]
+    assert "noise_record" not in results and results["b_crit"] == fake.b_crit
+    assert results["steps"] == fake.steps and results["noise_scale_at_target"] == 5.0
+
+
+def test_finetune_record_keeps_the_numbers_it_has():
+    from minigrad.cli_gpt import command_line, finetune_record
+    result = {"model": object(), "window_losses": [2.5, 2.0], "val_loss_before": 2.0716549,
+              "val_loss_after": 2.00042, "micro_batch_losses": [2.6, 2.1],
+              "base_bytes": {"scheme": "nf4", "measured": 536064, "measured_per_weight": 0.5625}}
+    assert finetune_record(result) == {
+        "base_measured": 536064.0, "base_measured_per_weight": 0.5625, "last_window_loss": 2.0,
+        "micro_batch_last_window_loss": 2.1, "val_loss_after": 2.00042,
+        "val_loss_before": 2.07165}
+    assert command_line("finetune", ["finetune", "--record", "x.json", "--lora-rank", "8",
+                                     "--no-progress"]) == \
+        "python -m minigrad finetune --lora-rank 8"
