@@ -22,11 +22,11 @@ import re
 
 import pytest
 
-from .markdown import ROOT
-from .markdown import blocks, same_numbers
-from .prose_numbers import (Binding, Tol, chapter_path, check_text, command_record,
-                            command_record_path, notebook_path, parse_number, printed,
-                            printed_all, prose_of, recorded, results_path, saved_output)
+from .markdown import ROOT, blocks, same_numbers
+from .prose_numbers import (Binding, Tol, _command_record, chapter_path, check_text,
+                            command_record, command_record_path, notebook_path, parse_number,
+                            printed, printed_all, prose_of, recorded, results_path,
+                            saved_output)
 
 # A number as the chapters write it: 2.6, 1,115,394, 5.7e-16, 1.3·10⁻².
 NUM = r"\d+(?:,\d{3})*(?:\.\d+)?(?:e-?\d+|\s?[·×]\s?10[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+)?"
@@ -76,14 +76,8 @@ CRITICAL = "critical_batch"               # critical-batch
 
 def _critical_row(key: str, batch: str) -> float:
     """Column ``key`` of the full critical-batch run at batch size ``batch``."""
-    sizes = [int(command_record(CRITICAL, "batch_sizes", i))
-             for i in range(len(_critical_sizes()))]
+    sizes = _command_record(CRITICAL)["results"]["batch_sizes"]
     return command_record(CRITICAL, key, sizes.index(int(batch)))
-
-
-def _critical_sizes() -> list:
-    from .prose_numbers import _command_record
-    return _command_record(CRITICAL)["results"]["batch_sizes"]
 
 
 def _12(key: str):
