@@ -4,8 +4,11 @@ Each row of ``BINDINGS`` finds a number in a chapter's prose with a regular
 expression and compares it, with a stated tolerance, with the executed result:
 a value a notebook recorded in ``notebooks/results/NN.json``
 (``minigrad.experiments.results.record``; ``make notebooks`` writes the file in
-the same run that saves the notebook's outputs), or a number the notebook
-printed in its saved outputs.  When the code changes, ``make test`` fails in the
+the same run that saves the notebook's outputs), a number the notebook
+printed in its saved outputs, or, for a command too long for a notebook (the
+fine-tuning runs, the full critical-batch sweep), a number in the record the
+command wrote with ``--record`` (``benchmarks/*.json``, ``benchmarks/finetune/``;
+benchmarks/README.md gives each command).  When the code changes, ``make test`` fails in the
 notebook (it asserts its recorded values, tolerance included) until ``make
 notebooks`` records the new values; then this test names every sentence whose
 number no longer holds.  When the text changes, this test checks the new number.
