@@ -74,6 +74,11 @@ def _06_gap(b: int) -> float:
 QLORA = "finetune/qlora_nf4_rank8"        # finetune --quantize nf4 --lora-rank 8
 LORA = "finetune/lora_rank8"              # finetune --lora-rank 8
 COMPARE = "finetune/compare_micro_batch"  # finetune --updates 20 --compare-micro-batch
+ACC_HIGH_LR = "finetune/acc_lr1.2e-3"     # finetune --updates 20 --lr 1.2e-3
+BATCH1_LOW_LR = "finetune/batch1_lr1.875e-5"  # --micro-batch 1 --accumulation-steps 1 --updates 320
+FULL_30 = "finetune/full_30"              # finetune --updates 30
+BUG_30 = "finetune/bug_30"                # finetune --updates 30 --normalization micro-batch-mean
+LORA4_30 = "finetune/lora4_30"            # finetune --updates 30 --lora-rank 4
 CRITICAL = "critical_batch"               # critical-batch
 
 
@@ -336,6 +341,24 @@ BINDINGS = [
     Binding("14-equal-examples-equal-updates", "14",
             rf"\| batch 1, the same lr \| {NUM} \| {N} \|",
             _14("equal_examples_batch1_updates"), SHOWN, "notebook 14: batch 1's updates"),
+    Binding("13-full-30", "13", rf"from {NUM} to {N} with the token counts",
+            lambda m: command_record(FULL_30, "val_loss_after"), SHOWN,
+            "benchmarks/finetune/full_30.json: 30 updates, token counts"),
+    Binding("13-bug-30", "13", rf"and to\s+{N} with the bug",
+            lambda m: command_record(BUG_30, "val_loss_after"), SHOWN,
+            "benchmarks/finetune/bug_30.json: 30 updates, the mean-of-means bug"),
+    Binding("13-lora4-30", "13", rf"the validation\s+loss is {N}, lower than full",
+            lambda m: command_record(LORA4_30, "val_loss_after"), SHOWN,
+            "benchmarks/finetune/lora4_30.json: 30 updates of rank-4 adapters"),
+    Binding("13-full-30-again", "13", rf"lower than full fine-tuning's {N}",
+            lambda m: command_record(FULL_30, "val_loss_after"), SHOWN,
+            "benchmarks/finetune/full_30.json: 30 updates, full fine-tuning"),
+    Binding("14-finetune-accumulated-high-lr", "14", rf"\| 1 × 16 accumulated \| 1.2e-3 \| {N} \|",
+            lambda m: command_record(ACC_HIGH_LR, "val_loss_after"), SHOWN,
+            "benchmarks/finetune/acc_lr1.2e-3.json: 1 × 16 accumulated at lr 1.2e-3"),
+    Binding("14-finetune-batch1-low-lr", "14", rf"\| batch 1 \| 1.875e-5 \(lr/16\) \| {N} \|",
+            lambda m: command_record(BATCH1_LOW_LR, "val_loss_after"), SHOWN,
+            "benchmarks/finetune/batch1_lr1.875e-5.json: batch 1 at lr/16"),
     Binding("14-finetune-accumulated", "14", rf"\| 1 × 16 accumulated \| 3e-4 \| {N} \|",
             lambda m: command_record(COMPARE, "val_loss_after"), SHOWN,
             "benchmarks/finetune/compare_micro_batch.json: 1 × 16 accumulated"),
