@@ -449,7 +449,8 @@ class Tensor:
 
     def mean(self, dim=None, keepdim=False, dtype=None, out=None, *, axis=None, keepdims=None):
         dim, keepdim = _dim_args(dim, keepdim, axis, keepdims)
-        return R.Mean(dim, keepdim)(_numpy_call_args(self, "mean", dtype, out))
+        return R.Mean(dim, keepdim)(_floating_input(
+            _numpy_call_args(self, "mean", dtype, out), "mean", dtype))
 
     def max(self, dim=None, keepdim=False, out=None, *, axis=None, keepdims=None):
         """The largest entry (a 0-d tensor; tied maxima share the gradient); with
@@ -491,15 +492,22 @@ class Tensor:
         ``correction=0``, and NumPy's ``ddof`` is accepted for ``correction``.
         N - correction <= 0 gives inf or nan, as in PyTorch.
         """
+        return self._var(R.Var, dim, unbiased, keepdim, correction, axis, keepdims, ddof,
+                         dtype, out)
+
+    def _var(self, cls, dim, unbiased, keepdim, correction, axis, keepdims, ddof, dtype,
+             out):
+        name = cls.name
         dim, keepdim = _dim_args(dim, keepdim, axis, keepdims)
-        x = _numpy_call_args(self, "var", dtype, out)
-        return R.Var(dim, keepdim, _correction(unbiased, correction, ddof))(x)
+        x = _floating_input(_numpy_call_args(self, name, dtype, out), name, dtype)
+        return cls(dim, keepdim, _correction(unbiased, correction, ddof, name))(x)
 
     def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
             keepdims=None, ddof=None, dtype=None, out=None):
-        """Standard deviation: the square root of :meth:`var` (same arguments)."""
-        return self.var(dim, unbiased, keepdim, correction=correction, axis=axis,
-                        keepdims=keepdims, ddof=ddof, dtype=dtype, out=out).sqrt()
+        """Standard deviation: the square root of :meth:`var` (same arguments);
+        its gradient is 0 where the result is 0 (a constant slice), as in PyTorch."""
+        return self._var(R.Std, dim, unbiased, keepdim, correction, axis, keepdims, ddof,
+                         dtype, out)
 
     def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
         """The vector p-norm over ``dim`` (all entries for None); ``"fro"`` is
@@ -813,13 +821,17 @@ class Tensor:
         if not isinstance(src, Tensor):
             raise TypeError(f"scatter_reduce: src must be a Tensor, got {type(src).__name__}")
         idx = _int_array(index, self, "scatter_reduce")
+        _scatter_source(src, idx, self, "scatter_reduce")
+        if not isinstance(include_self, (bool, np.bool_)):
+            raise TypeError(f"scatter_reduce: include_self must be a bool, got "
+                            f"{type(include_self).__name__}")
         return ScatterReduce(dim, idx, reduce, include_self)(self, src)
 
     def scatter_add(self, dim, index, src):
         """A copy with out[i][index[i][j][k]][k] += src[i][j][k] (dim = 1)."""
         from .functions.indexing import ScatterAdd  # noqa: PLC0415
         idx = _int_array(index, self, "scatter_add")
-        return ScatterAdd(dim, idx)(self, _scatter_source(src, idx, self))
+        return ScatterAdd(dim, idx)(self, _scatter_source(src, idx, self, "scatter_add"))
 
     # more reductions
     def logsumexp(self, dim=None, keepdim=False):
@@ -862,10 +874,19 @@ class Tensor:
         if self.ndim == 0:
             return Tensor(self._xp.zeros((), dtype=np.int64))
         d = _check_dims("argsort", self.ndim, dim)[0]
+        if not isinstance(descending, (bool, np.bool_)):
+            raise TypeError(f"argsort: descending must be a bool, got "
+                            f"{type(descending).__name__}")
+        xp = self._xp
         key = -self._data if descending and self.dtype.kind != "b" else self._data
         if descending and self.dtype.kind == "b":
             key = ~self._data
-        return Tensor(self._xp.argsort(key, axis=d, kind="stable").astype(np.int64))
+        order = xp.argsort(key, axis=d, kind="stable")
+        if descending and self.dtype.kind == "f":   # NaN is the largest: first, as in PyTorch
+            not_nan = xp.take_along_axis(~xp.isnan(self._data), order, axis=d)
+            order = xp.take_along_axis(order, xp.argsort(not_nan, axis=d, kind="stable"),
+                                       axis=d)
+        return Tensor(order.astype(np.int64))
 
     def topk(self, k, dim=None, largest=True, sorted=True):  # noqa: A002 (PyTorch's name)
         """The ``k`` largest (or smallest) entries along ``dim`` (None: the
@@ -873,6 +894,12 @@ class Tensor:
         largest first."""
         from . import return_types  # noqa: PLC0415
         dim = -1 if dim is None else dim
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+            raise TypeError(f"topk: k must be an int, got {type(k).__name__} {k!r}")
+        for flag, value in (("largest", largest), ("sorted", sorted)):
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"topk: {flag} must be a bool, got {type(value).__name__}")
+        _check_dims("topk", self.ndim, dim)
         n = self.shape[dim] if self.ndim else 1
         if not 0 <= k <= n:
             raise ValueError(f"topk: k = {k} is out of range for a dimension of size {n}")
@@ -1072,9 +1099,24 @@ def _dim_args(dim, keepdim, axis, keepdims):
     return dim, keepdim if keepdims is None else keepdims
 
 
-def _correction(unbiased, correction, ddof):
+def _floating_input(x, name, dtype):
+    """PyTorch's refusal of a mean/var/std of an integer or bool tensor."""
+    if np.dtype(x.dtype).kind not in "fc":
+        what = "Optional dtype" if dtype is not None else "Input dtype"
+        raise TypeError(f"{name}(): could not infer output dtype. {what} must be either a "
+                        f"floating point or complex dtype. Got: {np.dtype(x.dtype)} (convert "
+                        f"with .float() or .double() first)")
+    return x
+
+
+def _correction(unbiased, correction, ddof, name="var"):
     """var/std's divisor offset: ``correction``, else ``ddof``, else 1 or 0
     from ``unbiased`` (default 1, Bessel's correction, as in PyTorch)."""
+    if unbiased is not None and not isinstance(unbiased, (bool, np.bool_)):
+        raise TypeError(f"{name}(): argument 'unbiased' must be bool, got "
+                        f"{type(unbiased).__name__}")
+    if unbiased is not None and (correction is not None or ddof is not None):
+        raise TypeError(f"{name}(): pass either 'unbiased' or 'correction', not both")
     if correction is not None:
         return correction
     if ddof is not None:
@@ -1104,10 +1146,17 @@ def _int_array(index, x, name):
     return backend.to_device(arr, x.device)
 
 
-def _scatter_source(src, index, x):
-    """scatter's source: a Tensor, or a number filled into the index's shape."""
+def _scatter_source(src, index, x, name="scatter"):
+    """scatter's source: a Tensor of x's dtype (PyTorch refuses another), or a
+    number filled into the index's shape."""
     if isinstance(src, Tensor):
+        if src.dtype != x.dtype:
+            raise TypeError(f"{name}: expected src to have the input's dtype {x.dtype}, "
+                            f"got {src.dtype}")
         return src
+    if isinstance(src, (bool, np.bool_)) or not isinstance(src, (numbers.Number, np.number)):
+        raise TypeError(f"{name}: src must be a Tensor or a number, got "
+                        f"{type(src).__name__}")
     return Tensor(x._xp.full(index.shape, src, dtype=x.dtype))
 
 

@@ -307,8 +307,9 @@ def masked_fill(input, mask, value):  # noqa: A002 (PyTorch's name)
     Raises TypeError for a non-bool mask or a non-number value, ValueError
     for a mask that does not broadcast to the input's shape."""
     mask = _bool_mask(mask, input, "masked_fill")
+    grad_value = getattr(value, "requires_grad", False)
     if isinstance(value, bool) or not isinstance(value, numbers.Number):
-        value = _scalar_value(value)
+        value = _scalar_value(value) if not grad_value else _check_scalar_tensor(value)
     try:
         fits = np.broadcast_shapes(tuple(mask.shape), input.shape) == input.shape
     except ValueError:
@@ -316,7 +317,18 @@ def masked_fill(input, mask, value):  # noqa: A002 (PyTorch's name)
     if not fits:
         raise ValueError(f"masked_fill: mask of shape {tuple(mask.shape)} does not broadcast "
                          f"to the input's shape {input.shape}")
+    if grad_value:  # the value gets the sum of the gradient over the filled entries
+        from ..creation import where
+        return where(mask, value.to(dtype=input.dtype) if value.dtype != input.dtype
+                     else value, input)
     return MaskedFill(mask, value)(input)
+
+
+def _check_scalar_tensor(value):
+    if value.ndim != 0:
+        raise TypeError(f"masked_fill: value must be a number or a 0-d tensor, got a "
+                        f"tensor of shape {tuple(value.shape)}")
+    return value
 
 
 def tril(input, diagonal=0):  # noqa: A002

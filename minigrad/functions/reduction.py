@@ -5,6 +5,8 @@ restores them as size-1 axes (when ``keepdims`` was False), then broadcasts.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..autograd import Function
@@ -177,6 +179,10 @@ class Var(Function):
         for ax in self.axes:
             n *= a.shape[ax]
         self.denominator = max(0, n - self.correction)     # PyTorch's: n <= correction gives nan/inf
+        if n - self.correction <= 0:
+            warnings.warn(f"{self.name}(): degrees of freedom is <= 0. Correction should be "
+                          f"strictly less than the reduction factor (input numel divided by "
+                          f"output numel)", UserWarning, stacklevel=4)
         with np.errstate(divide="ignore", invalid="ignore"):   # empty: nan, no warning
             mean = a.sum(axis=self.axes, keepdims=True) / n
         self.centered = a - mean
@@ -185,10 +191,32 @@ class Var(Function):
                 axis=self.axes, keepdims=self.keepdims) / self.denominator
         return var.astype(dtype, copy=False)
 
+    name = "var"
+
     def backward(self, g):
         g = _expand(g, self.in_shape, self.axes, self.keepdims)
         with np.errstate(divide="ignore", invalid="ignore"):   # n - correction <= 0: nan
             return g * self.centered * 2 / self.denominator
+
+
+class Std(Var):
+    """Standard deviation, the square root of :class:`Var`.
+
+    d std / d a_i = (a_i - mean) / ((n - correction) std), taken as 0 where
+    std = 0 (a constant slice), as PyTorch does (not 0/0 = nan)."""
+
+    name = "std"
+
+    def forward(self, a):
+        var = super().forward(a)
+        self.out = get_array_module(var).sqrt(var)
+        return self.out
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g = xp.where(self.out == 0, 0, g / (2 * self.out)).astype(g.dtype, copy=False)
+        return super().backward(g)
 
 
 # --------------------------------------------------------- more reductions
