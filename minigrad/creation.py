@@ -1,6 +1,8 @@
 """Module-level functions: making tensors, and the functional forms of ops."""
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from . import backend
@@ -279,6 +281,32 @@ def linspace(start, end, steps, dtype=None, device="cpu", requires_grad=False) -
     """``steps`` evenly spaced values from ``start`` to ``end``, both included."""
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
         raise ValueError(f"linspace: steps must be an int >= 0, got {steps!r}")
-    arr = backend.array_module(device).linspace(start, end, steps,
-                                                dtype=dtype or get_default_dtype())
+    dtype = np.dtype(dtype or get_default_dtype())
+    start, end = _linspace_end(start, "start"), _linspace_end(end, "end")
+    # PyTorch's formula, computed in the output dtype (float64 for integer
+    # outputs, then truncated toward 0): start + i·step for the first half,
+    # end - (steps - 1 - i)·step for the second, so both ends are exact
+    work = dtype if dtype.kind == "f" else np.dtype(np.float64)
+    i = np.arange(steps, dtype=work)
+    step = (work.type(end) - work.type(start)) / work.type(steps - 1 if steps > 1 else 1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        arr = np.where((i < steps // 2) | (steps == 1), work.type(start) + i * step,
+                       work.type(end) - (work.type(steps - 1) - i) * step).astype(work)
+    if dtype.kind != "f":
+        arr = np.trunc(arr)
+    arr = backend.to_device(arr.astype(dtype), device)
     return Tensor(arr, requires_grad=requires_grad)
+
+
+def _linspace_end(value, name):
+    """A linspace end as a Python number (a 0-d tensor's value, in float64)."""
+    if isinstance(value, Tensor) or backend.is_array(value):
+        data = value.data if isinstance(value, Tensor) else value
+        if data.ndim != 0:
+            raise ValueError(f"linspace: only supports 0-dimensional start and end tensors, "
+                             f"but got {name} of shape {tuple(data.shape)}")
+        return backend.asnumpy(data).item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"linspace: {name} must be a number or a 0-d tensor, got "
+                        f"{type(value).__name__}")
+    return value

@@ -76,6 +76,10 @@ def as_tensor_like(x, reference=None) -> "Tensor":
                 dtype = get_default_dtype()
             elif dtype.kind == "b" and not isinstance(x, (bool, np.bool_)):
                 dtype = np.dtype(np.int64)       # bool tensor + 1 is int64 (PyTorch)
+            if dtype.kind in "iu" and not is_float and not isinstance(x, (bool, np.bool_)):
+                info = np.iinfo(dtype)
+                if not info.min <= int(x) <= info.max:   # uint8 + 300 wraps, as in PyTorch
+                    x = (int(x) - info.min) % (info.max - info.min + 1) + info.min
             return Tensor(reference._xp.asarray(x, dtype=dtype))
         if isinstance(x, np.generic):
             return Tensor(np.asarray(x))
@@ -378,7 +382,13 @@ class Tensor:
         return E.Div()(other, self)
 
     def __pow__(self, other):
+        if isinstance(other, np.generic) and not isinstance(other, np.bool_):
+            other = other.item()     # float32 ** np.float64(0.5) stays float32 (PyTorch)
         if isinstance(other, numbers.Number) and not isinstance(other, bool):
+            if isinstance(other, int) and other < 0 and self.dtype.kind in "iub":
+                raise ValueError(f"pow: integers to negative integer powers are not allowed "
+                                 f"(a {self.dtype} tensor ** {other}); convert the tensor "
+                                 f"with .float() or .double() first")
             return E.PowScalar(other)(self)
         return E.Pow()(self, other)
 

@@ -363,8 +363,7 @@ def sweep(ops=None, every=1, verbose=False, errors=True, seed=0):
     counts = collections.Counter()
     records = []
     matched = []
-    previous = minigrad.get_default_dtype() if hasattr(minigrad, "get_default_dtype") else None
-    minigrad.set_default_dtype(np.float64)
+    previous = None
     try:
         for op in op_db:
             if ops and op.name not in ops:

@@ -215,6 +215,14 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     """
     _check_interpolate(input, mode, align_corners, antialias)
     sizes, scales = _resize_plan(input, size, scale_factor, recompute_scale_factor)
+    if input.dtype.kind in "biu" and not mode.startswith("nearest"):
+        # integer images (uint8): mixed in float32, rounded back, as PyTorch
+        out = interpolate(input.float(), sizes, None, mode, align_corners, None, antialias)
+        info = np.iinfo(input.dtype) if input.dtype.kind != "b" else None
+        data = out.detach()._data.round()
+        if info is not None:
+            data = data.clip(info.min, info.max)
+        return Tensor(data.astype(input.dtype))
     out = input
     for k, (n_out, scale) in enumerate(zip(sizes, scales)):
         dim = 2 + k
@@ -292,6 +300,13 @@ def _check_interpolate(x, mode, align_corners, antialias):
                          "antialias=False)")
 
 
+def _check_resize_sizes(spatial, sizes):
+    """PyTorch's refusal of an empty input or output of interpolate."""
+    if any(n <= 0 for n in sizes) or any(n <= 0 for n in spatial):
+        raise ValueError(f"interpolate: input and output sizes should be greater than 0, "
+                         f"but got input {tuple(spatial)} and output {tuple(sizes)}")
+
+
 def _resize_plan(x, size, scale_factor, recompute_scale_factor=None):
     """(output sizes, input/output scales) of interpolate's spatial dimensions."""
     spatial = x.shape[2:]
@@ -301,17 +316,28 @@ def _resize_plan(x, size, scale_factor, recompute_scale_factor=None):
         if recompute_scale_factor:
             raise ValueError("interpolate: recompute_scale_factor is not meaningful with an "
                              "explicit size")
-        sizes = (size,) * len(spatial) if isinstance(size, int) else tuple(size)
+        sizes = (size,) * len(spatial) if isinstance(size, (int, np.integer)) \
+            else tuple(size)
         if len(sizes) != len(spatial):
             raise ValueError(f"interpolate: size {size} does not match the "
                              f"{len(spatial)} spatial dimensions of shape {x.shape}")
+        if any(isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer))
+               for n in sizes):
+            raise TypeError(f"interpolate: size must be an int or a tuple of ints, got "
+                            f"{size!r}")
+        _check_resize_sizes(spatial, sizes)
         return sizes, [n / m for n, m in zip(spatial, sizes)]
-    factors = (scale_factor,) * len(spatial) if isinstance(scale_factor, (int, float)) \
-        else tuple(scale_factor)
+    factors = (scale_factor,) * len(spatial) \
+        if isinstance(scale_factor, (int, float, np.number)) else tuple(scale_factor)
     if len(factors) != len(spatial):
         raise ValueError(f"interpolate: scale_factor {scale_factor} does not match the "
                          f"{len(spatial)} spatial dimensions of shape {x.shape}")
+    if any(isinstance(f, (bool, np.bool_)) or not isinstance(f, (int, float, np.number))
+           or not f > 0 for f in factors):
+        raise ValueError(f"interpolate: scale_factor must be positive numbers, got "
+                         f"{scale_factor!r}")
     sizes = [int(np.floor(n * f)) for n, f in zip(spatial, factors)]
+    _check_resize_sizes(spatial, sizes)
     if recompute_scale_factor:
         return sizes, [n / m for n, m in zip(spatial, sizes)]
     return sizes, [1 / f for f in factors]
