@@ -660,7 +660,10 @@ class Tensor:
         if rounding_mode not in ("floor", "trunc"):
             raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got "
                              f"{rounding_mode!r}")
-        return self.__floordiv__(other) if rounding_mode == "floor" else q.trunc()
+        if rounding_mode == "floor":
+            return self.__floordiv__(other)
+        return Tensor(q._data.trunc() if hasattr(q._data, "trunc") else  # a constant:
+                      q._xp.trunc(q._data))                            # gradient 0
 
     multiply, divide, subtract, true_divide = mul, div, sub, div
 
