@@ -10,7 +10,7 @@ import numbers
 
 from .. import nn
 from ..tensor import Tensor
-from .checks import check_number
+from .checks import check_number, check_writable
 from .grad_scaler import GradScaler
 from .optimizer import Optimizer
 
@@ -146,3 +146,14 @@ def check_flush(acc) -> None:
     if acc.window.awaiting_step:
         raise RuntimeError("GradientAccumulator.flush: the last backward() has no "
                            "step() yet; call step() before flush()")
+
+
+def check_gradients_writable(acc) -> None:
+    """The window's mean is taken in place (``p.grad.data /= total``): raise
+    before the first division when a gradient's array is read-only."""
+    if acc.window.normalized:
+        return
+    for i, p in enumerate(acc.optimizer._params()):
+        if p.grad is not None:
+            check_writable("GradientAccumulator", f"the gradient of parameter {i}",
+                           p.grad.data)
