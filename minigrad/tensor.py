@@ -552,7 +552,8 @@ class Tensor:
         if start > end:
             raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim "
                              f"{end_dim} for a tensor with {self.ndim} dimensions")
-        return self.reshape(*self.shape[:start], -1, *self.shape[end + 1:])
+        merged = int(np.prod(self.shape[start:end + 1]))   # not -1: 0 elements are fine
+        return self.reshape(*self.shape[:start], merged, *self.shape[end + 1:])
 
     def transpose(self, dim0, dim1):
         """Swap dimensions ``dim0`` and ``dim1`` (``torch.transpose``); for any
@@ -772,6 +773,7 @@ class Tensor:
     def unflatten(self, dim, sizes):
         """Split dimension ``dim`` into ``sizes`` (one may be -1)."""
         d = _check_dims("unflatten", self.ndim, dim)[0] % max(self.ndim, 1)
+        sizes = _unflatten_sizes(tuple(sizes), self.shape[d] if self.ndim else 1)
         return self.reshape(*self.shape[:d], *sizes, *self.shape[d + 1:])
 
     def diagonal(self, offset=0, dim1=0, dim2=1):
@@ -1110,6 +1112,26 @@ def _dim_args(dim, keepdim, axis, keepdims):
             raise TypeError("got both dim and axis; pass one of them")
         dim = axis
     return dim, keepdim if keepdims is None else keepdims
+
+
+def _unflatten_sizes(sizes, n):
+    """unflatten's sizes with its -1 resolved from the dimension's size ``n``
+    (so that a dimension of 0 entries splits too: (0, 3) -> (0, 1, 3))."""
+    if not sizes or any(isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer))
+                        for s in sizes):
+        raise TypeError(f"unflatten: sizes must be a non-empty tuple of ints, got {sizes!r}")
+    if sizes.count(-1) > 1 or any(s < -1 for s in sizes):
+        raise ValueError(f"unflatten: sizes may hold one -1 and no other negative size, "
+                         f"got {sizes!r}")
+    known = int(np.prod([s for s in sizes if s != -1]))
+    if -1 in sizes:
+        if known == 0 or n % known:
+            raise ValueError(f"unflatten: sizes {sizes} do not split a dimension of size {n}")
+        sizes = tuple(n // known if s == -1 else s for s in sizes)
+    elif known != n:
+        raise ValueError(f"unflatten: sizes {sizes} multiply to {known}, not the size {n} "
+                         f"of the dimension")
+    return sizes
 
 
 def _floating_input(x, name, dtype):
