@@ -74,12 +74,29 @@ def arange(*args, dtype=None, device="cpu", requires_grad=False) -> Tensor:
     int64 and a float argument the default floating dtype, as ``torch.arange``;
     with one, the values are computed in it (``arange(0, 1, 0.25, dtype=float64)``)."""
     xp = backend.array_module(device)
+    _check_arange(args)
     if dtype is None:
         arr = xp.arange(*args)
         arr = arr.astype(get_default_dtype() if arr.dtype.kind == "f" else np.int64)
     else:
         arr = xp.arange(*args, dtype=dtype)
     return Tensor(arr, requires_grad=requires_grad)
+
+
+def _check_arange(args):
+    """torch.arange's refusals: a zero step, or one that moves away from end."""
+    values = [a.item() if hasattr(a, "item") else a for a in args]
+    if not 1 <= len(values) <= 3 or any(
+            isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real) for v in values):
+        raise TypeError(f"arange: expected (end), (start, end) or (start, end, step) numbers, "
+                        f"got {tuple(args)!r}")
+    start, end, step = (0, values[0], 1) if len(values) == 1 else (*values[:2], 1) \
+        if len(values) == 2 else values
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise ValueError(f"arange: upper bound and lower bound inconsistent with step sign "
+                         f"(start {start}, end {end}, step {step})")
 
 
 def randn(*shape, dtype=None, device="cpu", requires_grad=False, generator=None) -> Tensor:
@@ -125,8 +142,11 @@ def where(condition, input, other) -> Tensor:  # noqa: A002
     ref = input if isinstance(input, Tensor) else other if isinstance(other, Tensor) else None
     if ref is not None:
         cond = ref._xp.asarray(cond)
+    else:
+        cond = np.asarray(cond)
     if cond.dtype != np.bool_:
-        cond = cond.astype(bool)
+        raise TypeError(f"where: expected condition to be a bool tensor, got dtype "
+                        f"{cond.dtype} (compare first, e.g. x > 0, or use .bool())")
     return E.Where(cond)(input, other)
 
 
@@ -146,7 +166,14 @@ def stack(tensors, dim=0, *, axis=None) -> Tensor:
     tensors = list(tensors)
     if not tensors:
         raise ValueError("stack: need at least one tensor")
-    return S.Stack(dim if axis is None else axis)(*tensors)
+    dim = dim if axis is None else axis
+    ndim = np.ndim(tensors[0]) + 1
+    if isinstance(dim, (bool, np.bool_)) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"stack: dim must be an int, got {dim!r}")
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"stack: dimension {dim} is out of range for the result's {ndim} "
+                         f"dimensions (expected {-ndim} <= dim < {ndim})")
+    return S.Stack(dim)(*tensors)
 
 
 def _unary(name, cls):
@@ -256,6 +283,10 @@ def full(size, fill_value, dtype=None, device="cpu", requires_grad=False) -> Ten
         dtype = np.bool_ if isinstance(fill_value, (bool, np.bool_)) else np.int64 \
             if isinstance(fill_value, (int, np.integer)) else get_default_dtype()
     size = tuple(size) if isinstance(size, (tuple, list)) else (size,)
+    if not isinstance(fill_value, (numbers.Number, np.number, np.bool_)) and not (
+            backend.is_array(fill_value) and fill_value.ndim == 0):
+        raise TypeError(f"full: fill_value must be a number, got "
+                        f"{type(fill_value).__name__} {fill_value!r}")
     arr = backend.array_module(device).full(size, fill_value, dtype=dtype)
     return Tensor(arr, requires_grad=requires_grad)
 
@@ -273,6 +304,10 @@ empty.__doc__ = ("``empty(*shape, dtype=None, device='cpu', requires_grad=False)
 
 def eye(n, m=None, dtype=None, device="cpu", requires_grad=False) -> Tensor:
     """The (n, m) identity matrix (m = n by default): ones on the diagonal."""
+    for name, value in (("n", n), ("m", m)):
+        if value is not None and (isinstance(value, (bool, np.bool_)) or not isinstance(
+                value, (int, np.integer)) or value < 0):
+            raise ValueError(f"eye: {name} must be an int >= 0, got {value!r}")
     arr = backend.array_module(device).eye(n, m, dtype=dtype or get_default_dtype())
     return Tensor(arr, requires_grad=requires_grad)
 

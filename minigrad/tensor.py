@@ -487,11 +487,11 @@ class Tensor:
         """The maximum over ``dim`` (an int or a tuple; () or None: all), values
         only; tied maxima share the gradient evenly (``torch.amax``: its
         backward multiplies by the mask, see :class:`~minigrad.functions.reduction.AMax`)."""
-        return R.AMax(None if dim == () else dim, keepdim)(self)
+        return R.AMax(None if dim == () else dim, _flag("amax: keepdim", keepdim))(self)
 
     def amin(self, dim=None, keepdim=False):
         """The minimum over ``dim``; see :meth:`amax`."""
-        return R.AMin(None if dim == () else dim, keepdim)(self)
+        return R.AMin(None if dim == () else dim, _flag("amin: keepdim", keepdim))(self)
 
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
             keepdims=None, ddof=None, dtype=None, out=None):
@@ -602,6 +602,7 @@ class Tensor:
         return S.Squeeze(dim if axis is None else axis)(self)
 
     def unsqueeze(self, dim):
+        _check_dims("unsqueeze", self.ndim + 1, dim)
         return S.Unsqueeze(dim)(self)
 
     def exp(self):
@@ -758,6 +759,10 @@ class Tensor:
         (``numpy.tile``); more repeats than dimensions add leading ones."""
         if len(repeats) == 1 and isinstance(repeats[0], (tuple, list)):
             repeats = tuple(repeats[0])
+        for r in repeats:
+            if isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, np.integer)) or r < 0:
+                raise ValueError(f"repeat: repeats must be non-negative ints, got "
+                                 f"{tuple(repeats)!r}")
         return S.Repeat(repeats)(self)
 
     def flip(self, *dims):
@@ -768,6 +773,7 @@ class Tensor:
     def roll(self, shifts, dims=None):
         """Shift entries by ``shifts`` along ``dims`` (the flattened tensor for
         None), wrapping around."""
+        _check_roll(self, shifts, dims)
         return S.Roll(shifts, dims)(self)
 
     def unflatten(self, dim, sizes):
@@ -797,8 +803,13 @@ class Tensor:
         if idx.ndim != x.ndim:
             raise ValueError(f"take_along_dim: indices have {idx.ndim} dimensions but the "
                              f"input has {x.ndim}")
-        shape = np.broadcast_shapes(x.shape[:d] + (1,) + x.shape[d + 1:],
-                                    idx.shape[:d] + (1,) + idx.shape[d + 1:])
+        try:
+            shape = np.broadcast_shapes(x.shape[:d] + (1,) + x.shape[d + 1:],
+                                        idx.shape[:d] + (1,) + idx.shape[d + 1:])
+        except ValueError:
+            raise ValueError(f"take_along_dim: indices of shape {tuple(idx.shape)} do not "
+                             f"broadcast with the input of shape {x.shape} outside dim {d}; "
+                             f"expected sizes equal or 1 there") from None
         x = x.broadcast_to(shape[:d] + (x.shape[d],) + shape[d + 1:])
         idx = x._xp.broadcast_to(idx, shape[:d] + (idx.shape[d],) + shape[d + 1:])
         return Gather(d, idx)(x)
@@ -851,17 +862,20 @@ class Tensor:
     # more reductions
     def logsumexp(self, dim=None, keepdim=False):
         """log Σ exp over ``dim``, computed stably."""
-        return R.LogSumExp(dim, keepdim)(self)
+        return R.LogSumExp(dim, _flag("logsumexp: keepdim", keepdim))(self)
 
     def cumsum(self, dim, dtype=None):
-        """Running sums along ``dim``, computed in ``dtype`` when given."""
+        """Running sums along ``dim`` (an int: PyTorch has no flattened form),
+        computed in ``dtype`` when given."""
+        if isinstance(dim, (bool, np.bool_)) or not isinstance(dim, (int, np.integer)):
+            raise TypeError(f"cumsum: dim must be an int, got {dim!r}")
         return R.CumSum(dim)(self if dtype is None else self.to(dtype=dtype))
 
     def prod(self, dim=None, keepdim=False, dtype=None):
         x = self if dtype is None else self.to(dtype=dtype)
         if isinstance(dim, (tuple, list)):
             raise TypeError(f"prod: dim must be an int or None, got {dim!r}")
-        return R.Prod(dim, keepdim)(x)
+        return R.Prod(dim, _flag("prod: keepdim", keepdim))(x)
 
     def all(self, dim=None, keepdim=False):
         """Whether every entry is non-zero (a bool tensor, no graph)."""
@@ -999,10 +1013,10 @@ class Tensor:
         return _attention().masked_fill(self, mask, value)
 
     def tril(self, diagonal=0):
-        return _attention().tril(self, diagonal)
+        return _attention().tril(self, _int_arg("tril", "diagonal", diagonal))
 
     def triu(self, diagonal=0):
-        return _attention().triu(self, diagonal)
+        return _attention().triu(self, _int_arg("triu", "diagonal", diagonal))
 
     # --------------------------------------------------------------- in place
     # PyTorch's in-place operators and methods; see minigrad.inplace for the
@@ -1111,7 +1125,40 @@ def _dim_args(dim, keepdim, axis, keepdims):
         if dim is not None:
             raise TypeError("got both dim and axis; pass one of them")
         dim = axis
-    return dim, keepdim if keepdims is None else keepdims
+    keepdim = keepdim if keepdims is None else keepdims
+    return dim, _flag("keepdim", keepdim)
+
+
+def _flag(name, value):
+    """A bool argument (PyTorch refuses 'x', None or 1 where a bool is expected)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def _int_arg(name, arg, value):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: {arg} must be an int, got {type(value).__name__} {value!r}")
+    return int(value)
+
+
+def _check_roll(x, shifts, dims):
+    """roll's arguments, with PyTorch's rules: shifts and dims of equal length
+    (dims=None only with a single shift), each dim in range."""
+    many = isinstance(shifts, (tuple, list))
+    if dims is None:
+        if many and len(shifts) != 1:
+            raise ValueError(f"roll: shifts {tuple(shifts)} need dims of the same length; "
+                             f"dims=None takes a single shift")
+        return
+    dim_list = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    shift_list = tuple(shifts) if many else (shifts,)
+    if len(shift_list) == 0:
+        raise ValueError("roll: `shifts` required")
+    if len(shift_list) != len(dim_list):
+        raise ValueError(f"roll: shifts and dimensions must align: shifts {shift_list} and "
+                         f"dims {dim_list}")
+    _check_dims("roll", x.ndim, *dim_list)
 
 
 def _unflatten_sizes(sizes, n):

@@ -221,11 +221,30 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
     Formula: Vaswani et al. 2017, eq. 1; backward in the module docstring.
     """
+    _check_sdpa_flags(is_causal=is_causal, enable_gqa=enable_gqa)
+    if hasattr(key, "shape") and len(key.shape) >= 2 and key.shape[-2] == 0:
+        return _no_keys(query, value)
     if enable_gqa:
         key, value = _share_heads(query, key, "key"), _share_heads(query, value, "value")
     fn, inputs = _attention_function(query, key, value, attn_mask, dropout_p, is_causal,
                                      scale, generator, return_weights=False)
     return fn(*inputs)
+
+
+def _check_sdpa_flags(**flags):
+    for name, value in flags.items():
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"scaled_dot_product_attention: argument {name!r} must be bool, "
+                            f"not {type(value).__name__}")
+
+
+def _no_keys(query, value):
+    """Attention over zero keys: every output row is an empty sum, 0 (PyTorch's
+    value; the gradients are 0 too)."""
+    from ..tensor import Tensor
+    lead = np.broadcast_shapes(tuple(query.shape[:-2]), tuple(value.shape[:-2]))
+    xp = get_array_module(query.data)
+    return Tensor(xp.zeros(lead + (query.shape[-2], value.shape[-1]), dtype=query.dtype))
 
 
 def _share_heads(query, t, name):

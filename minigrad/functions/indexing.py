@@ -79,7 +79,7 @@ class ScatterAdd(Function):
     def backward(self, g):
         ga = g
         if self.reduce != "add":             # overwritten positions get no gradient
-            ga = g.copy()
+            ga = get_array_module(g).array(g, copy=True)    # an array, even for 0-d g
             ga[self.where] = 0
         gsrc = _src_grad(self, g[self.where], g.dtype) if self.needs_input_grad[1] else None
         return ga, gsrc

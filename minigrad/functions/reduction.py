@@ -285,6 +285,8 @@ class Prod(Function):
 
     def backward(self, g):
         xp = get_array_module(g)
+        if self.a.size == 0:                 # an empty input: an empty gradient
+            return xp.zeros(self.in_shape, dtype=g.dtype)
         g = _expand(g, self.in_shape, self.axes, self.keepdims)
         rest = [i for i in range(self.a.ndim) if i not in self.axes]
         # the reduced axes flattened into one last axis

@@ -95,6 +95,10 @@ def silu(x: Tensor, inplace: bool = False) -> Tensor:
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x for x > 0, negative_slope·x otherwise."""
+    if isinstance(negative_slope, (bool, np.bool_)) or not isinstance(negative_slope,
+                                                                       numbers.Real):
+        raise TypeError(f"leaky_relu: negative_slope must be a number, got "
+                        f"{type(negative_slope).__name__} {negative_slope!r}")
     return _in_place(x, A.LeakyReLU(negative_slope)(_tensor(x, "leaky_relu")), inplace)
 
 
@@ -157,7 +161,40 @@ def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:  # no
     negative padding, or a reflect padding not smaller than the dimension.
     """
     from ..functions.shape import Pad  # noqa: PLC0415
-    return Pad(pad, mode, 0.0 if value is None else value)(_tensor(input, "pad"))
+    _check_pad(_tensor(input, "pad"), pad, mode, value)
+    return Pad(pad, mode, 0.0 if value is None else value)(input)
+
+
+def _check_pad(x, pad, mode, value):
+    """F.pad's arguments, with PyTorch's rules (the sizes are checked by Pad)."""
+    if not isinstance(pad, (tuple, list)) or any(
+            isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, np.integer))
+            for p in pad):
+        raise TypeError(f"pad: pad must be a tuple of ints, got {pad!r}")
+    if mode == "constant":
+        if value is not None and (isinstance(value, (bool, np.bool_)) or not isinstance(
+                value, numbers.Real)):
+            raise TypeError(f"pad: value must be a number, got {type(value).__name__} "
+                            f"{value!r}")
+        return
+    if value is not None:
+        raise ValueError(f'pad: padding mode "{mode}" doesn\'t take in value argument '
+                         f"(got value={value!r}); value only applies to mode='constant'")
+    k = len(pad) // 2
+    if len(pad) % 2 == 0 and k in (1, 2, 3) and x.ndim not in (k + 1, k + 2):
+        raise ValueError(f"pad: {mode} padding of {k} dimension(s) (pad of length "
+                         f"{len(pad)}) needs a {k + 1}-D or {k + 2}-D input, got shape "
+                         f"{x.shape}")
+    if len(pad) % 2 == 0 and k > 3:
+        raise ValueError(f"pad: {mode} padding supports 1 to 3 padded dimensions, got pad "
+                         f"{tuple(pad)}")
+    if mode == "circular":
+        for i in range(min(k, x.ndim)):
+            n = x.shape[x.ndim - 1 - i]
+            if max(pad[2 * i], pad[2 * i + 1]) > n:
+                raise ValueError(f"pad: circular padding {tuple(pad)} wraps around more "
+                                 f"than once a dimension of size {n}; each pad must be at "
+                                 f"most the size")
 
 
 def one_hot(tensor, num_classes: int = -1) -> Tensor:
@@ -365,8 +402,21 @@ def embedding(ids, weight: Tensor, padding_idx: int | None = None) -> Tensor:
     shape; Tensor, array or list) -> ids.shape + (dim,).
 
     Repeated ids add up in backward; row ``padding_idx`` gets no gradient.
-    Raises ValueError naming an id outside [0, num_embeddings).
+    Raises ValueError naming an id outside [0, num_embeddings), for a weight
+    that is not 2-D and for a padding_idx outside [-num_embeddings,
+    num_embeddings) (a negative one counts from the end), as PyTorch.
     """
+    _tensor(weight, "embedding")
+    if weight.ndim != 2:
+        raise ValueError(f"embedding: 'weight' must be 2-D (num_embeddings, dim), got shape "
+                         f"{weight.shape}")
+    if padding_idx is not None:
+        n = weight.shape[0]
+        if isinstance(padding_idx, (bool, np.bool_)) or not isinstance(
+                padding_idx, (int, np.integer)) or not -n <= padding_idx < n:
+            raise ValueError(f"embedding: padding_idx must be an int within num_embeddings "
+                             f"[-{n}, {n}), got {padding_idx!r}")
+        padding_idx = int(padding_idx) % n
     ids = _index_array(ids, weight.device)
     return EmbeddingFunction(ids, padding_idx)(weight)
 
