@@ -508,6 +508,10 @@ class Tensor:
     def _var(self, cls, dim, unbiased, keepdim, correction, axis, keepdims, ddof, dtype,
              out):
         name = cls.name
+        if isinstance(dim, (bool, np.bool_)):   # var(False): PyTorch's var(input, unbiased)
+            if unbiased is not None:
+                raise TypeError(f"{name}(): got unbiased twice")
+            dim, unbiased = None, bool(dim)
         dim, keepdim = _dim_args(dim, keepdim, axis, keepdims)
         x = _floating_input(_numpy_call_args(self, name, dtype, out), name, dtype)
         return cls(dim, keepdim, _correction(unbiased, correction, ddof, name))(x)
@@ -631,15 +635,21 @@ class Tensor:
         if min is None and max is None:
             raise ValueError("clamp: at least one of min and max must be given, got "
                              "min=None and max=None")
+        min, max = (b._data if isinstance(b, Tensor) and not b.requires_grad else b  # noqa: A001
+                    for b in (min, max))                # a constant tensor bound: its array
         return E.Clip(min, max)(self)
 
     clamp = clip
 
-    def softmax(self, dim=-1, *, axis=None):
-        return SM.Softmax(dim if axis is None else axis)(self)
+    def softmax(self, dim=-1, dtype=None, *, axis=None):
+        """softmax along ``dim``, computed in ``dtype`` when given (PyTorch's)."""
+        x = self if dtype is None else self.to(dtype=dtype)
+        return SM.Softmax(dim if axis is None else axis)(x)
 
-    def log_softmax(self, dim=-1, *, axis=None):
-        return SM.LogSoftmax(dim if axis is None else axis)(self)
+    def log_softmax(self, dim=-1, dtype=None, *, axis=None):
+        """log_softmax along ``dim``, computed in ``dtype`` when given."""
+        x = self if dtype is None else self.to(dtype=dtype)
+        return SM.LogSoftmax(dim if axis is None else axis)(x)
 
     # PyTorch's method spellings of the operators
     def add(self, other, alpha=1):
@@ -800,6 +810,12 @@ class Tensor:
         if dim is None:
             x, idx, dim = self.reshape(-1), idx.reshape(-1), 0
         d = _check_dims("take_along_dim", x.ndim, dim)[0] % max(x.ndim, 1)
+        n = x.shape[d] if x.ndim else 1
+        if idx.size and int(idx.min()) < 0:   # take_along_dim counts negative indices
+            if int(idx.min()) < -n:           # from the end (gather does not)
+                raise IndexError(f"take_along_dim: index {int(idx.min())} is out of bounds "
+                                 f"for dimension {d} with size {n}")
+            idx = idx % n
         if idx.ndim != x.ndim:
             raise ValueError(f"take_along_dim: indices have {idx.ndim} dimensions but the "
                              f"input has {x.ndim}")
@@ -1152,6 +1168,9 @@ def _check_roll(x, shifts, dims):
                              f"dims=None takes a single shift")
         return
     dim_list = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    if x.ndim == 0 and dim_list:
+        raise IndexError(f"roll: dimension specified as {dim_list[0]} but the tensor has "
+                         f"no dimensions")
     shift_list = tuple(shifts) if many else (shifts,)
     if len(shift_list) == 0:
         raise ValueError("roll: `shifts` required")

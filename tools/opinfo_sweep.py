@@ -55,16 +55,19 @@ UNCLEAR_TYPES = (AttributeError, KeyError, ZeroDivisionError, UnboundLocalError,
                  NameError, AssertionError, RecursionError, FloatingPointError)
 RTOL, ATOL = 1e-7, 1e-9
 # OpInfos whose ``op`` takes its arguments in another order than the public function
-ADAPTERS = {"where": lambda x, cond, other: minigrad.where(cond, x, other)}
+ADAPTERS = {"where": lambda x, cond, other: minigrad.where(cond, x, other),
+            "nn.functional.embedding": lambda weight, idx, **kw: F.embedding(idx, weight, **kw)}
 
 
-def deliberate_extension(torch, name, sample):
+def deliberate_extension(torch, name, sample, label=""):
     """The reason, when an input PyTorch refuses is one minigrad accepts on purpose
     (the table in docs/api/pytorch_differences.md), else None."""
     scalar = not isinstance(sample.input, torch.Tensor) or any(
         not isinstance(a, torch.Tensor) for a in sample.args)
     if name in ("maximum", "minimum", "max.binary", "min.binary") and scalar:
         return "maximum/minimum with a Python number (NumPy's meaning)"
+    if not isinstance(sample.input, torch.Tensor) and label.startswith("minigrad."):
+        return "module-level functions take Python numbers as input (NumPy's meaning)"
     return None
 
 
@@ -318,7 +321,7 @@ def run_errors(torch, op, label, fn):
         if "out" in sample.kwargs or "device" in err.error_regex \
                 or "same device" in err.error_regex:
             continue  # out= and devices: no counterpart in minigrad
-        reason = deliberate_extension(torch, op.name, sample)
+        reason = deliberate_extension(torch, op.name, sample, label)
         if reason:
             results.append(("extension", reason))
             continue

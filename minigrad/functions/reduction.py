@@ -29,6 +29,8 @@ def normalize_axis(axis, ndim, name="reduction"):
         if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
             raise TypeError(f"{name}: axis must be an int or a tuple of ints, got {axis!r}")
         a = int(a)
+        if ndim == 0 and a in (0, -1):    # a 0-d tensor: dim 0 or -1 reduces nothing,
+            continue                        # as in PyTorch
         if not -ndim <= a < ndim:
             raise ValueError(f"{name}: axis {a} is out of range for a tensor with "
                              f"{ndim} dimensions")
