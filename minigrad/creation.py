@@ -1,6 +1,7 @@
 """Module-level functions: making tensors, and the functional forms of ops."""
 from __future__ import annotations
 
+import builtins
 import numbers
 
 import numpy as np
@@ -86,8 +87,8 @@ def arange(*args, dtype=None, device="cpu", requires_grad=False) -> Tensor:
 def _check_arange(args):
     """torch.arange's refusals: a zero step, or one that moves away from end."""
     values = [a.item() if hasattr(a, "item") else a for a in args]
-    if not 1 <= len(values) <= 3 or any(
-            isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real) for v in values):
+    if not 1 <= len(values) <= 3 or not builtins.all(
+            isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in values):
         raise TypeError(f"arange: expected (end), (start, end) or (start, end, step) numbers, "
                         f"got {tuple(args)!r}")
     start, end, step = (0, values[0], 1) if len(values) == 1 else (*values[:2], 1) \

@@ -59,14 +59,17 @@ ADAPTERS = {"where": lambda x, cond, other: minigrad.where(cond, x, other),
             "nn.functional.embedding": lambda weight, idx, **kw: F.embedding(idx, weight, **kw)}
 
 
-def deliberate_extension(torch, name, sample, label=""):
+def deliberate_extension(torch, name, sample, label="", err=None):
     """The reason, when an input PyTorch refuses is one minigrad accepts on purpose
     (the table in docs/api/pytorch_differences.md), else None."""
     scalar = not isinstance(sample.input, torch.Tensor) or any(
         not isinstance(a, torch.Tensor) for a in sample.args)
-    if name in ("maximum", "minimum", "max.binary", "min.binary") and scalar:
+    python_numbers = err is not None and err.error_type is Exception and not err.error_regex
+    if name in ("maximum", "minimum", "max.binary", "min.binary") and scalar \
+            and python_numbers:
         return "maximum/minimum with a Python number (NumPy's meaning)"
-    if not isinstance(sample.input, torch.Tensor) and label.startswith("minigrad."):
+    if python_numbers and not isinstance(sample.input, torch.Tensor) \
+            and label.startswith("minigrad."):
         return "module-level functions take Python numbers as input (NumPy's meaning)"
     return None
 
@@ -321,7 +324,7 @@ def run_errors(torch, op, label, fn):
         if "out" in sample.kwargs or "device" in err.error_regex \
                 or "same device" in err.error_regex:
             continue  # out= and devices: no counterpart in minigrad
-        reason = deliberate_extension(torch, op.name, sample, label)
+        reason = deliberate_extension(torch, op.name, sample, label, err)
         if reason:
             results.append(("extension", reason))
             continue
