@@ -459,8 +459,7 @@ class Tensor:
 
     def mean(self, dim=None, keepdim=False, dtype=None, out=None, *, axis=None, keepdims=None):
         dim, keepdim = _dim_args(dim, keepdim, axis, keepdims)
-        return R.Mean(dim, keepdim)(_floating_input(
-            _numpy_call_args(self, "mean", dtype, out), "mean", dtype))
+        return R.Mean(dim, keepdim)(_numpy_call_args(self, "mean", dtype, out))
 
     def max(self, dim=None, keepdim=False, out=None, *, axis=None, keepdims=None):
         """The largest entry (a 0-d tensor; tied maxima share the gradient); with
@@ -513,7 +512,7 @@ class Tensor:
                 raise TypeError(f"{name}(): got unbiased twice")
             dim, unbiased = None, bool(dim)
         dim, keepdim = _dim_args(dim, keepdim, axis, keepdims)
-        x = _floating_input(_numpy_call_args(self, name, dtype, out), name, dtype)
+        x = _numpy_call_args(self, name, dtype, out)
         return cls(dim, keepdim, _correction(unbiased, correction, ddof, name))(x)
 
     def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
@@ -1198,16 +1197,6 @@ def _unflatten_sizes(sizes, n):
         raise ValueError(f"unflatten: sizes {sizes} multiply to {known}, not the size {n} "
                          f"of the dimension")
     return sizes
-
-
-def _floating_input(x, name, dtype):
-    """PyTorch's refusal of a mean/var/std of an integer or bool tensor."""
-    if np.dtype(x.dtype).kind not in "fc":
-        what = "Optional dtype" if dtype is not None else "Input dtype"
-        raise TypeError(f"{name}(): could not infer output dtype. {what} must be either a "
-                        f"floating point or complex dtype. Got: {np.dtype(x.dtype)} (convert "
-                        f"with .float() or .double() first)")
-    return x
 
 
 def _correction(unbiased, correction, ddof, name="var"):

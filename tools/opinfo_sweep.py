@@ -71,6 +71,9 @@ def deliberate_extension(torch, name, sample, label="", err=None):
     if python_numbers and not isinstance(sample.input, torch.Tensor) \
             and label.startswith("minigrad."):
         return "module-level functions take Python numbers as input (NumPy's meaning)"
+    if name in ("mean", "var", "std", "softmax", "log_softmax") and isinstance(
+            sample.input, torch.Tensor) and not sample.input.dtype.is_floating_point:
+        return "floating functions of integer tensors use the default dtype, as exp and log"
     return None
 
 
