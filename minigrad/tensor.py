@@ -459,6 +459,9 @@ class Tensor:
 
     def mean(self, dim=None, keepdim=False, dtype=None, out=None, *, axis=None, keepdims=None):
         dim, keepdim = _dim_args(dim, keepdim, axis, keepdims)
+        if dtype is not None and np.dtype(dtype).kind != "f":
+            raise TypeError(f"mean(): could not infer output dtype. Optional dtype must be "
+                            f"either a floating point or complex dtype. Got: {np.dtype(dtype)}")
         return R.Mean(dim, keepdim)(_numpy_call_args(self, "mean", dtype, out))
 
     def max(self, dim=None, keepdim=False, out=None, *, axis=None, keepdims=None):
