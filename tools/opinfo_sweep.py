@@ -59,13 +59,18 @@ ADAPTERS = {"where": lambda x, cond, other: minigrad.where(cond, x, other),
             "nn.functional.embedding": lambda weight, idx, **kw: F.embedding(idx, weight, **kw)}
 
 
+# OpInfos written as lambdas over a property or an in-place method
+SPECIAL = {"T": lambda x: x.T, "mT": lambda x: x.mT, "item": lambda x: x.item(),
+           "zero_": lambda x: x.clone().zero_()}
+
+
 def deliberate_extension(torch, name, sample, label="", err=None):
     """The reason, when an input PyTorch refuses is one minigrad accepts on purpose
     (the table in docs/api/pytorch_differences.md), else None."""
     scalar = not isinstance(sample.input, torch.Tensor) or any(
         not isinstance(a, torch.Tensor) for a in sample.args)
     python_numbers = err is not None and err.error_type is Exception and not err.error_regex
-    if name in ("maximum", "minimum", "max.binary", "min.binary") and scalar \
+    if name in ("maximum", "minimum", "max", "min") and scalar \
             and python_numbers:
         return "maximum/minimum with a Python number (NumPy's meaning)"
     if python_numbers and not isinstance(sample.input, torch.Tensor) \
@@ -107,6 +112,8 @@ def counterparts(op):
         return found
     if "." in name:
         return found
+    if name in SPECIAL and hasattr(minigrad.Tensor, name):
+        return [(f"Tensor.{name}", SPECIAL[name])]
     if op.op is not None and getattr(op.op, "__module__", "") != "torch.testing." \
             and hasattr(minigrad, name) and callable(getattr(minigrad, name)):
         found.append((f"minigrad.{name}", getattr(minigrad, name)))
@@ -117,6 +124,16 @@ def counterparts(op):
         else:
             found.append((f"Tensor.{name}",
                           lambda x, *a, _n=name, **k: getattr(x, _n)(*a, **k)))
+    for alias in getattr(op, "aliases", ()):     # clip for clamp, concat for cat, ...
+        short = alias.name
+        if "." in short:
+            continue
+        if callable(getattr(minigrad, short, None)):
+            found.append((f"minigrad.{short} (alias)", getattr(minigrad, short)))
+        if alias.method_variant is not None and callable(getattr(minigrad.Tensor, short,
+                                                                 None)):
+            found.append((f"Tensor.{short} (alias)",
+                          lambda x, *a, _n=short, **k: getattr(x, _n)(*a, **k)))
     return found
 
 
