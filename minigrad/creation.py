@@ -8,6 +8,7 @@ import numpy as np
 
 from . import backend
 from . import random as _random
+from .arguments import check_shape
 from .functions import elementwise as E
 from .functions import shape as S
 from .tensor import Tensor, _to_array, as_tensor_like, get_default_dtype
@@ -47,15 +48,25 @@ def _creator(fill):
     def make(*shape, dtype=None, device="cpu", requires_grad=False):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
+        shape = check_shape(fill.__name__, shape)
         xp = backend.array_module(device)
         arr = fill(xp, shape, np.dtype(dtype or get_default_dtype()))
         return Tensor(arr, requires_grad=requires_grad)
     return make
 
 
-zeros = _creator(lambda xp, shape, dt: xp.zeros(shape, dtype=dt))
+def _zeros(xp, shape, dt):
+    return xp.zeros(shape, dtype=dt)
+
+
+def _ones(xp, shape, dt):
+    return xp.ones(shape, dtype=dt)
+
+
+_zeros.__name__, _ones.__name__ = "zeros", "ones"
+zeros = _creator(_zeros)
 zeros.__doc__ = "``zeros(*shape, dtype=None, device='cpu', requires_grad=False)``: a tensor of 0s."
-ones = _creator(lambda xp, shape, dt: xp.ones(shape, dtype=dt))
+ones = _creator(_ones)
 ones.__doc__ = "``ones(*shape, dtype=None, device='cpu', requires_grad=False)``: a tensor of 1s."
 
 
@@ -104,6 +115,7 @@ def randn(*shape, dtype=None, device="cpu", requires_grad=False, generator=None)
     """Standard normal samples of ``shape`` from minigrad's seeded stream (or ``generator``)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    shape = check_shape("randn", shape)
     dtype = np.dtype(dtype or get_default_dtype())
     rng = _random.get_generator(device, generator)
     if isinstance(rng, _random.CounterStream):      # the GPU stream draws in dtype
@@ -117,6 +129,7 @@ def rand(*shape, dtype=None, device="cpu", requires_grad=False, generator=None) 
     """Uniform samples in [0, 1) of ``shape`` from minigrad's seeded stream (or ``generator``)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    shape = check_shape("rand", shape)
     dtype = np.dtype(dtype or get_default_dtype())
     rng = _random.get_generator(device, generator)
     if isinstance(rng, _random.CounterStream):
@@ -283,7 +296,7 @@ def full(size, fill_value, dtype=None, device="cpu", requires_grad=False) -> Ten
     if dtype is None:
         dtype = np.bool_ if isinstance(fill_value, (bool, np.bool_)) else np.int64 \
             if isinstance(fill_value, (int, np.integer)) else get_default_dtype()
-    size = tuple(size) if isinstance(size, (tuple, list)) else (size,)
+    size = check_shape("full", tuple(size) if isinstance(size, (tuple, list)) else (size,))
     if not isinstance(fill_value, (numbers.Number, np.number, np.bool_)) and not (
             backend.is_array(fill_value) and fill_value.ndim == 0):
         raise TypeError(f"full: fill_value must be a number, got "
@@ -298,7 +311,12 @@ def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad=Fals
     return full(t.shape, fill_value, dtype or t.dtype, device or t.device, requires_grad)
 
 
-empty = _creator(lambda xp, shape, dt: xp.empty(shape, dtype=dt))
+def _empty(xp, shape, dt):
+    return xp.empty(shape, dtype=dt)
+
+
+_empty.__name__ = "empty"
+empty = _creator(_empty)
 empty.__doc__ = ("``empty(*shape, dtype=None, device='cpu', requires_grad=False)``: a "
                  "tensor whose values are whatever the memory held (fill it before use).")
 

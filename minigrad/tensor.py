@@ -529,16 +529,19 @@ class Tensor:
         """The vector p-norm over ``dim`` (all entries for None); ``"fro"`` is
         p = 2.  See :func:`minigrad.linalg.vector_norm`."""
         x = self if dtype is None else self.to(dtype=dtype)
-        return L.VectorNorm(L.check_ord(2 if p == "fro" else p), dim, keepdim)(x)
+        return L.VectorNorm(L.check_ord(2 if p == "fro" else p), dim,
+                            _flag("norm: keepdim", keepdim))(x)
 
     def argmax(self, dim=None, keepdim=False, *, axis=None):
         """Position of the largest entry (the first one on ties), int64: in the
         flattened tensor for ``dim=None``, else along ``dim``."""
-        return _arg_reduce(self, "argmax", dim if axis is None else axis, keepdim)
+        return _arg_reduce(self, "argmax", dim if axis is None else axis,
+                           _flag("argmax: keepdim", keepdim))
 
     def argmin(self, dim=None, keepdim=False, *, axis=None):
         """Position of the smallest entry; see :meth:`argmax`."""
-        return _arg_reduce(self, "argmin", dim if axis is None else axis, keepdim)
+        return _arg_reduce(self, "argmin", dim if axis is None else axis,
+                           _flag("argmin: keepdim", keepdim))
 
     def reshape(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -795,6 +798,7 @@ class Tensor:
         return self.reshape(*self.shape[:d], *sizes, *self.shape[d + 1:])
 
     def diagonal(self, offset=0, dim1=0, dim2=1):
+        _int_arg("diagonal", "offset", offset)
         return S.Diagonal(offset, dim1, dim2)(self)
 
     # indexing along one dimension
@@ -897,12 +901,14 @@ class Tensor:
 
     def all(self, dim=None, keepdim=False):
         """Whether every entry is non-zero (a bool tensor, no graph)."""
+        keepdim = _flag("all: keepdim", keepdim)
         axes = None if dim is None else R.normalize_axis(dim, max(self.ndim, 1), "all")
         return Tensor(self._xp.asarray(self._data.all(axis=axes if self.ndim else None,
                                                       keepdims=keepdim)))
 
     def any(self, dim=None, keepdim=False):
         """Whether some entry is non-zero (a bool tensor, no graph)."""
+        keepdim = _flag("any: keepdim", keepdim)
         axes = None if dim is None else R.normalize_axis(dim, max(self.ndim, 1), "any")
         return Tensor(self._xp.asarray(self._data.any(axis=axes if self.ndim else None,
                                                       keepdims=keepdim)))
@@ -912,6 +918,7 @@ class Tensor:
         keep their order (a stable sort; ``stable`` is accepted for PyTorch's
         signature).  The gradient goes back to where each value came from."""
         from . import return_types  # noqa: PLC0415
+        _flag("sort: stable", stable)
         indices = self.argsort(dim, descending)
         return return_types.sort(self.gather(dim, indices) if self.ndim else self * 1,
                                  indices)
@@ -924,6 +931,7 @@ class Tensor:
         if not isinstance(descending, (bool, np.bool_)):
             raise TypeError(f"argsort: descending must be a bool, got "
                             f"{type(descending).__name__}")
+        _flag("argsort: stable", stable)
         xp = self._xp
         key = -self._data if descending and self.dtype.kind != "b" else self._data
         if descending and self.dtype.kind == "b":
@@ -1164,6 +1172,8 @@ def _check_roll(x, shifts, dims):
     """roll's arguments, with PyTorch's rules: shifts and dims of equal length
     (dims=None only with a single shift), each dim in range."""
     many = isinstance(shifts, (tuple, list))
+    for s in (tuple(shifts) if many else (shifts,)):
+        _int_arg("roll", "shifts", s)
     if dims is None:
         if many and len(shifts) != 1:
             raise ValueError(f"roll: shifts {tuple(shifts)} need dims of the same length; "

@@ -340,3 +340,29 @@ def test_conv_transpose2d_with_groups_and_output_padding_differentiates():
 def test_inputs_pytorch_refuses_are_refused(call, error):
     with pytest.raises(error):
         call(_mg(X))
+
+
+@pytest.mark.parametrize("call", [
+    lambda v: v.sort(stable="x"), lambda v: v.argsort(stable="x"),
+    lambda v: v.argmax(1, keepdim="x"), lambda v: v.all(1, keepdim="x"),
+    lambda v: v.norm(dim=1, keepdim="x"),
+    lambda v: minigrad.linalg.vector_norm(v, 2, 1, "x"),
+    lambda v: F.interpolate(v.reshape(1, 1, 3, 4), scale_factor=2.0, mode="bilinear",
+                            align_corners="x"),
+    lambda v: F.dropout(v, 0.5, training="x"),
+    lambda v: F.max_pool2d(v.reshape(1, 1, 3, 4), 2, ceil_mode="x"),
+    lambda v: F.avg_pool2d(v.reshape(1, 1, 3, 4), 2, count_include_pad="x"),
+    lambda v: F.batch_norm(v, None, None, training="x"),
+    lambda v: F.one_hot(minigrad.tensor([0]), 1.5),
+    lambda v: v.roll(1.5, 0), lambda v: v.diagonal(1.5),
+    lambda v: minigrad.full((1.5,), 1.0), lambda v: minigrad.zeros(1.5),
+    lambda v: minigrad.randn(1.5),
+])
+def test_flags_and_sizes_of_the_wrong_type_are_refused(call):
+    with pytest.raises(TypeError, match="must be|must hold|expected"):
+        call(_mg(X))
+
+
+def test_negative_sizes_are_refused_naming_the_size():
+    with pytest.raises(ValueError, match="ones: negative dimension -1"):
+        minigrad.ones(-1)

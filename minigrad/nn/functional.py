@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from .. import backend
+from ..arguments import check_bool, check_int
 from .. import random as _random
 from ..dtypes import check_layer_dtype
 from ..functions import elementwise as E
@@ -206,6 +207,7 @@ def one_hot(tensor, num_classes: int = -1) -> Tensor:
     ids = _index_array(tensor, tensor.device if isinstance(tensor, Tensor) else "cpu")
     if ids.dtype.kind not in "iu":
         raise TypeError(f"one_hot: class ids must be integers, got dtype {ids.dtype}")
+    check_int("one_hot", "num_classes", num_classes)
     xp = backend.get_array_module(ids)
     if num_classes == -1:
         num_classes = int(ids.max()) + 1 if ids.size else 0
@@ -329,6 +331,8 @@ def _check_interpolate(x, mode, align_corners, antialias):
         raise ValueError(f"interpolate: {mode} needs a {wanted} input ((N, C) and "
                          f"{'/'.join(str(n - 2) for n in _RESIZE_DIMS[mode])} spatial "
                          f"dimensions), got shape {x.shape}")
+    if align_corners is not None:
+        check_bool("interpolate", "align_corners", align_corners)
     if mode.startswith("nearest") and align_corners is not None:
         raise ValueError("interpolate: align_corners only applies to the interpolating "
                          "modes 'linear', 'bilinear', 'bicubic' and 'trilinear'")
@@ -474,6 +478,8 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
     """
     _tensor(x, "dropout")
     _check_p(p)
+    check_bool("dropout", "training", training)
+    check_bool("dropout", "inplace", inplace)
     if not training or p == 0.0:
         return x
     u = dropout_uniforms(x.shape, x.device, generator, example_index, step, layer_id)

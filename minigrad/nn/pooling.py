@@ -5,6 +5,7 @@ The window arithmetic is in :mod:`minigrad.functions.pool`.
 """
 from __future__ import annotations
 
+from ..arguments import check_bool
 from ..functions import pool as _pool
 from ..functions.conv import pair
 from ..tensor import Tensor
@@ -56,6 +57,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: 
             half the kernel, or a window larger than the padded input.
     """
     _check_input("max_pool2d", input)
+    check_bool("max_pool2d", "ceil_mode", ceil_mode)
+    check_bool("max_pool2d", "return_indices", return_indices)
     kernel, stride, padding = _pool_options("max_pool2d", kernel_size, stride, padding)
     dilation = pair(dilation, "max_pool2d: dilation")
     pool = _pool.MaxPool2d(kernel, stride, padding, dilation, bool(ceil_mode))
@@ -143,6 +146,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0,  # noqa: A002
         ValueError: as :func:`max_pool2d`; a divisor_override of 0.
     """
     _check_input("avg_pool2d", input)
+    check_bool("avg_pool2d", "ceil_mode", ceil_mode)
+    check_bool("avg_pool2d", "count_include_pad", count_include_pad)
     kernel, stride, padding = _pool_options("avg_pool2d", kernel_size, stride, padding)
     if divisor_override is not None and divisor_override == 0:
         raise ValueError("avg_pool2d: divisor_override must not be zero")
