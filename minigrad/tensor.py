@@ -1074,6 +1074,8 @@ class Tensor:
         return inplace.copy_(self, self.div(other, rounding_mode=rounding_mode))
 
     def clamp_(self, min=None, max=None):  # noqa: A002 (PyTorch's names)
+        min, max = (b._data if isinstance(b, Tensor) and not b.requires_grad else b  # noqa: A001
+                    for b in (min, max))                # a constant tensor bound: its array
         return inplace.clamp_(self, min, max)
 
     clip_ = clamp_

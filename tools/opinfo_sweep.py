@@ -124,6 +124,10 @@ def counterparts(op):
         else:
             found.append((f"Tensor.{name}",
                           lambda x, *a, _n=name, **k: getattr(x, _n)(*a, **k)))
+    inplace = name + "_"
+    if op.inplace_variant is not None and callable(getattr(minigrad.Tensor, inplace, None)):
+        found.append((f"Tensor.{inplace} (in place)",        # on a copy: a leaf refuses
+                      lambda x, *a, _n=inplace, **k: getattr(x.clone(), _n)(*a, **k)))
     for alias in getattr(op, "aliases", ()):     # clip for clamp, concat for cat, ...
         short = alias.name
         if "." in short:
@@ -248,6 +252,8 @@ def run_sample(torch, op, label, fn, sample, rng):
     """``(outcome, detail)`` for one sample and one minigrad counterpart."""
     ref_call = op.op if not label.startswith("Tensor.") or op.method_variant is None \
         else op.method_variant
+    if label.endswith("(in place)"):
+        ref_call = lambda x, *a, **k: op.inplace_variant(x.clone(), *a, **k)  # noqa: E731
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -334,6 +340,8 @@ def _process_minigrad(torch, process, got):
 def run_errors(torch, op, label, fn):
     """``[(outcome, detail)]`` for the inputs PyTorch refuses: minigrad must refuse too."""
     results = []
+    if label.endswith("(in place)"):
+        return results          # error_inputs describe the out-of-place operator
     try:
         errors = list(op.error_inputs(torch.device("cpu")))
     except Exception:  # noqa: BLE001
