@@ -640,8 +640,7 @@ class Tensor:
         if min is None and max is None:
             raise ValueError("clamp: at least one of min and max must be given, got "
                              "min=None and max=None")
-        min, max = (b._data if isinstance(b, Tensor) and not b.requires_grad else b  # noqa: A001
-                    for b in (min, max))                # a constant tensor bound: its array
+        min, max = (_constant_bound(self, b) for b in (min, max))  # noqa: A001
         return E.Clip(min, max)(self)
 
     clamp = clip
@@ -1074,8 +1073,7 @@ class Tensor:
         return inplace.copy_(self, self.div(other, rounding_mode=rounding_mode))
 
     def clamp_(self, min=None, max=None):  # noqa: A002 (PyTorch's names)
-        min, max = (b._data if isinstance(b, Tensor) and not b.requires_grad else b  # noqa: A001
-                    for b in (min, max))                # a constant tensor bound: its array
+        min, max = (_constant_bound(self, b) for b in (min, max))  # noqa: A001
         return inplace.clamp_(self, min, max)
 
     clip_ = clamp_
@@ -1162,6 +1160,18 @@ def _flag(name, value):
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
     return bool(value)
+
+
+def _constant_bound(x, bound):
+    """clamp's bound: a Tensor that needs no gradient becomes its array, in x's
+    floating dtype when it is an integer or 0-d one (float32.clamp(int32 bound)
+    stays float32, as PyTorch's type promotion)."""
+    if not isinstance(bound, Tensor) or bound.requires_grad:
+        return bound
+    data = bound._data
+    if x.dtype.kind == "f" and (data.dtype.kind in "iub" or data.ndim == 0):
+        data = data.astype(x.dtype)
+    return data
 
 
 def _int_arg(name, arg, value):

@@ -366,3 +366,12 @@ def test_flags_and_sizes_of_the_wrong_type_are_refused(call):
 def test_negative_sizes_are_refused_naming_the_size():
     with pytest.raises(ValueError, match="ones: negative dimension -1"):
         minigrad.ones(-1)
+
+
+def test_clamp_with_a_constant_integer_tensor_bound_keeps_float32():
+    x = minigrad.tensor(np.array([-2.0, 0.5, 3.0], dtype=np.float32), requires_grad=True)
+    y = x.clamp(minigrad.tensor(np.array(0, dtype=np.int32)),
+                minigrad.tensor(np.array(1, dtype=np.int32)))
+    assert y.dtype == np.float32 and y.tolist() == [0.0, 0.5, 1.0]
+    y.sum().backward()
+    assert x.grad.tolist() == [0.0, 1.0, 0.0]

@@ -54,6 +54,8 @@ FOREIGN_PREFIXES = ("masked.", "special.", "fft.", "_refs.", "sparse.")
 UNCLEAR_TYPES = (AttributeError, KeyError, ZeroDivisionError, UnboundLocalError,
                  NameError, AssertionError, RecursionError, FloatingPointError)
 RTOL, ATOL = 1e-7, 1e-9
+TOLERANCE = {"float64": (1e-7, 1e-9, 1e-6, 1e-8), "float32": (1e-4, 1e-5, 1e-3, 1e-4)}
+_tol = dict(value=(RTOL, ATOL), grad=(1e-6, 1e-8))
 # OpInfos whose ``op`` takes its arguments in another order than the public function
 ADAPTERS = {"where": lambda x, cond, other: minigrad.where(cond, x, other),
             "nn.functional.embedding": lambda weight, idx, **kw: F.embedding(idx, weight, **kw)}
@@ -211,7 +213,8 @@ def compare_values(torch, ref, got, name, shape_only=False):
             if shape_only:
                 continue
             if ra.dtype.kind in "fc":
-                ok = np.allclose(ga, ra, rtol=RTOL, atol=ATOL, equal_nan=True)
+                ok = np.allclose(ga, ra, rtol=_tol["value"][0], atol=_tol["value"][1],
+                                 equal_nan=True)
             else:
                 ok = np.array_equal(ga, ra)
             if not ok:
@@ -324,7 +327,8 @@ def run_sample(torch, op, label, fn, sample, rng):
         have = np.zeros(tuple(t.shape)) if m.grad is None else m.grad.numpy()
         if have.shape != want.shape:
             return "wrong", f"gradient {i}: shape {have.shape}, PyTorch {want.shape}"
-        if not np.allclose(have, want, rtol=1e-6, atol=1e-8, equal_nan=True):
+        if not np.allclose(have, want, rtol=_tol["grad"][0], atol=_tol["grad"][1],
+                           equal_nan=True):
             return "wrong", f"gradient {i} differs (max |diff| " \
                             f"{np.nanmax(np.abs(have - want), initial=0):.3g})"
     return "pass", ""
@@ -386,13 +390,16 @@ def run_errors(torch, op, label, fn):
     return results
 
 
-def sweep(ops=None, every=1, verbose=False, errors=True, seed=0):
+def sweep(ops=None, every=1, verbose=False, errors=True, seed=0, dtype="float64"):
     """Run the sweep.  ``every=k`` keeps every k-th sample of each operator.
 
     Returns ``(counts, records, matched)``: outcome counts, a list of
     ``(op, label, index, outcome, detail)`` and the matched OpInfo names."""
     import torch
     op_db = import_op_db()
+    tdtype = getattr(torch, dtype)
+    rv, av, rg, ag = TOLERANCE[dtype]
+    _tol.update(value=(rv, av), grad=(rg, ag))
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     counts = collections.Counter()
@@ -408,12 +415,12 @@ def sweep(ops=None, every=1, verbose=False, errors=True, seed=0):
             found = counterparts(op)
             if not found:
                 continue
-            if not op.supports_dtype(torch.float64, "cpu"):
+            if not op.supports_dtype(tdtype, "cpu"):
                 continue
             full = op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
             matched.append(full)
             try:
-                samples = list(op.sample_inputs("cpu", torch.float64,
+                samples = list(op.sample_inputs("cpu", tdtype,
                                                 requires_grad=op.supports_autograd))
             except Exception:  # noqa: BLE001
                 continue
@@ -445,8 +452,10 @@ def main(argv=None):
     parser.add_argument("--verbose", "-v", action="store_true",
                         help="print each wrong value and unclear crash")
     parser.add_argument("--refused", action="store_true", help="also print refusals")
+    parser.add_argument("--dtype", default="float64", choices=sorted(TOLERANCE),
+                        help="the samples' floating dtype (float32: looser tolerances)")
     args = parser.parse_args(argv)
-    counts, records, matched = sweep(args.op, args.every, args.verbose)
+    counts, records, matched = sweep(args.op, args.every, args.verbose, dtype=args.dtype)
     if args.refused:
         for full, label, i, outcome, detail in records:
             if outcome == "refused":
