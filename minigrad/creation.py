@@ -1,10 +1,14 @@
 """Module-level functions: making tensors, and the functional forms of ops."""
 from __future__ import annotations
 
+import builtins
+import numbers
+
 import numpy as np
 
 from . import backend
 from . import random as _random
+from .arguments import check_shape
 from .functions import elementwise as E
 from .functions import shape as S
 from .tensor import Tensor, _to_array, as_tensor_like, get_default_dtype
@@ -44,15 +48,25 @@ def _creator(fill):
     def make(*shape, dtype=None, device="cpu", requires_grad=False):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
+        shape = check_shape(fill.__name__, shape)
         xp = backend.array_module(device)
         arr = fill(xp, shape, np.dtype(dtype or get_default_dtype()))
         return Tensor(arr, requires_grad=requires_grad)
     return make
 
 
-zeros = _creator(lambda xp, shape, dt: xp.zeros(shape, dtype=dt))
+def _zeros(xp, shape, dt):
+    return xp.zeros(shape, dtype=dt)
+
+
+def _ones(xp, shape, dt):
+    return xp.ones(shape, dtype=dt)
+
+
+_zeros.__name__, _ones.__name__ = "zeros", "ones"
+zeros = _creator(_zeros)
 zeros.__doc__ = "``zeros(*shape, dtype=None, device='cpu', requires_grad=False)``: a tensor of 0s."
-ones = _creator(lambda xp, shape, dt: xp.ones(shape, dtype=dt))
+ones = _creator(_ones)
 ones.__doc__ = "``ones(*shape, dtype=None, device='cpu', requires_grad=False)``: a tensor of 1s."
 
 
@@ -72,6 +86,7 @@ def arange(*args, dtype=None, device="cpu", requires_grad=False) -> Tensor:
     int64 and a float argument the default floating dtype, as ``torch.arange``;
     with one, the values are computed in it (``arange(0, 1, 0.25, dtype=float64)``)."""
     xp = backend.array_module(device)
+    _check_arange(args)
     if dtype is None:
         arr = xp.arange(*args)
         arr = arr.astype(get_default_dtype() if arr.dtype.kind == "f" else np.int64)
@@ -80,10 +95,27 @@ def arange(*args, dtype=None, device="cpu", requires_grad=False) -> Tensor:
     return Tensor(arr, requires_grad=requires_grad)
 
 
+def _check_arange(args):
+    """torch.arange's refusals: a zero step, or one that moves away from end."""
+    values = [a.item() if hasattr(a, "item") else a for a in args]
+    if not 1 <= len(values) <= 3 or not builtins.all(
+            isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in values):
+        raise TypeError(f"arange: expected (end), (start, end) or (start, end, step) numbers, "
+                        f"got {tuple(args)!r}")
+    start, end, step = (0, values[0], 1) if len(values) == 1 else (*values[:2], 1) \
+        if len(values) == 2 else values
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise ValueError(f"arange: upper bound and lower bound inconsistent with step sign "
+                         f"(start {start}, end {end}, step {step})")
+
+
 def randn(*shape, dtype=None, device="cpu", requires_grad=False, generator=None) -> Tensor:
     """Standard normal samples of ``shape`` from minigrad's seeded stream (or ``generator``)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    shape = check_shape("randn", shape)
     dtype = np.dtype(dtype or get_default_dtype())
     rng = _random.get_generator(device, generator)
     if isinstance(rng, _random.CounterStream):      # the GPU stream draws in dtype
@@ -97,6 +129,7 @@ def rand(*shape, dtype=None, device="cpu", requires_grad=False, generator=None) 
     """Uniform samples in [0, 1) of ``shape`` from minigrad's seeded stream (or ``generator``)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    shape = check_shape("rand", shape)
     dtype = np.dtype(dtype or get_default_dtype())
     rng = _random.get_generator(device, generator)
     if isinstance(rng, _random.CounterStream):
@@ -123,8 +156,11 @@ def where(condition, input, other) -> Tensor:  # noqa: A002
     ref = input if isinstance(input, Tensor) else other if isinstance(other, Tensor) else None
     if ref is not None:
         cond = ref._xp.asarray(cond)
+    else:
+        cond = np.asarray(cond)
     if cond.dtype != np.bool_:
-        cond = cond.astype(bool)
+        raise TypeError(f"where: expected condition to be a bool tensor, got dtype "
+                        f"{cond.dtype} (compare first, e.g. x > 0, or use .bool())")
     return E.Where(cond)(input, other)
 
 
@@ -144,7 +180,14 @@ def stack(tensors, dim=0, *, axis=None) -> Tensor:
     tensors = list(tensors)
     if not tensors:
         raise ValueError("stack: need at least one tensor")
-    return S.Stack(dim if axis is None else axis)(*tensors)
+    dim = dim if axis is None else axis
+    ndim = np.ndim(tensors[0]) + 1
+    if isinstance(dim, (bool, np.bool_)) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"stack: dim must be an int, got {dim!r}")
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"stack: dimension {dim} is out of range for the result's {ndim} "
+                         f"dimensions (expected {-ndim} <= dim < {ndim})")
+    return S.Stack(dim)(*tensors)
 
 
 def _unary(name, cls):
@@ -253,7 +296,11 @@ def full(size, fill_value, dtype=None, device="cpu", requires_grad=False) -> Ten
     if dtype is None:
         dtype = np.bool_ if isinstance(fill_value, (bool, np.bool_)) else np.int64 \
             if isinstance(fill_value, (int, np.integer)) else get_default_dtype()
-    size = tuple(size) if isinstance(size, (tuple, list)) else (size,)
+    size = check_shape("full", tuple(size) if isinstance(size, (tuple, list)) else (size,))
+    if not isinstance(fill_value, (numbers.Number, np.number, np.bool_)) and not (
+            backend.is_array(fill_value) and fill_value.ndim == 0):
+        raise TypeError(f"full: fill_value must be a number, got "
+                        f"{type(fill_value).__name__} {fill_value!r}")
     arr = backend.array_module(device).full(size, fill_value, dtype=dtype)
     return Tensor(arr, requires_grad=requires_grad)
 
@@ -264,13 +311,22 @@ def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad=Fals
     return full(t.shape, fill_value, dtype or t.dtype, device or t.device, requires_grad)
 
 
-empty = _creator(lambda xp, shape, dt: xp.empty(shape, dtype=dt))
+def _empty(xp, shape, dt):
+    return xp.empty(shape, dtype=dt)
+
+
+_empty.__name__ = "empty"
+empty = _creator(_empty)
 empty.__doc__ = ("``empty(*shape, dtype=None, device='cpu', requires_grad=False)``: a "
                  "tensor whose values are whatever the memory held (fill it before use).")
 
 
 def eye(n, m=None, dtype=None, device="cpu", requires_grad=False) -> Tensor:
     """The (n, m) identity matrix (m = n by default): ones on the diagonal."""
+    for name, value in (("n", n), ("m", m)):
+        if value is not None and (isinstance(value, (bool, np.bool_)) or not isinstance(
+                value, (int, np.integer)) or value < 0):
+            raise ValueError(f"eye: {name} must be an int >= 0, got {value!r}")
     arr = backend.array_module(device).eye(n, m, dtype=dtype or get_default_dtype())
     return Tensor(arr, requires_grad=requires_grad)
 
@@ -279,6 +335,32 @@ def linspace(start, end, steps, dtype=None, device="cpu", requires_grad=False) -
     """``steps`` evenly spaced values from ``start`` to ``end``, both included."""
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
         raise ValueError(f"linspace: steps must be an int >= 0, got {steps!r}")
-    arr = backend.array_module(device).linspace(start, end, steps,
-                                                dtype=dtype or get_default_dtype())
+    dtype = np.dtype(dtype or get_default_dtype())
+    start, end = _linspace_end(start, "start"), _linspace_end(end, "end")
+    # PyTorch's formula, computed in the output dtype (float64 for integer
+    # outputs, then truncated toward 0): start + i·step for the first half,
+    # end - (steps - 1 - i)·step for the second, so both ends are exact
+    work = dtype if dtype.kind == "f" else np.dtype(np.float64)
+    i = np.arange(steps, dtype=work)
+    step = (work.type(end) - work.type(start)) / work.type(steps - 1 if steps > 1 else 1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        arr = np.where((i < steps // 2) | (steps == 1), work.type(start) + i * step,
+                       work.type(end) - (work.type(steps - 1) - i) * step).astype(work)
+    if dtype.kind != "f":
+        arr = np.trunc(arr)
+    arr = backend.to_device(arr.astype(dtype), device)
     return Tensor(arr, requires_grad=requires_grad)
+
+
+def _linspace_end(value, name):
+    """A linspace end as a Python number (a 0-d tensor's value, in float64)."""
+    if isinstance(value, Tensor) or backend.is_array(value):
+        data = value.data if isinstance(value, Tensor) else value
+        if data.ndim != 0:
+            raise ValueError(f"linspace: only supports 0-dimensional start and end tensors, "
+                             f"but got {name} of shape {tuple(data.shape)}")
+        return backend.asnumpy(data).item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"linspace: {name} must be a number or a 0-d tensor, got "
+                        f"{type(value).__name__}")
+    return value

@@ -251,8 +251,14 @@ sync_batchnorm.default_process_group = init     # SyncBatchNorm's default commun
 
 
 def _launched_world_size() -> int:
-    """W as the launcher's environment gives it (1 when not launched)."""
-    for name in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE"):
+    """W as the launcher's environment gives it (1 when not launched): MPICH's
+    and Intel MPI's ``PMI_SIZE``, Open MPI's ``OMPI_COMM_WORLD_SIZE``,
+    MVAPICH's ``MV2_COMM_WORLD_SIZE``, and under ``srun`` with PMIx (a
+    ``PMIX_RANK`` but no size variable) Slurm's ``SLURM_STEP_NUM_TASKS``."""
+    names = ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE"]
+    if "PMIX_RANK" in os.environ or "PMI_RANK" in os.environ:
+        names.append("SLURM_STEP_NUM_TASKS")
+    for name in names:
         try:
             return int(os.environ[name])
         except (KeyError, ValueError):

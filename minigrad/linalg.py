@@ -1,6 +1,7 @@
 """Linear-algebra functions (``torch.linalg`` names): the vector norm."""
 from __future__ import annotations
 
+from .arguments import check_bool
 from .functions.linalg import VectorNorm, check_ord
 from .tensor import Tensor
 
@@ -33,5 +34,5 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, axis=None,
     if not isinstance(x, Tensor):
         raise TypeError(f"vector_norm: expected a Tensor, got {type(x).__name__}")
     dim = dim if axis is None else axis
-    keepdim = keepdim if keepdims is None else keepdims
+    keepdim = check_bool("vector_norm", "keepdim", keepdim if keepdims is None else keepdims)
     return VectorNorm(check_ord(ord), dim, keepdim)(x)

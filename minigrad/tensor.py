@@ -77,6 +77,10 @@ def as_tensor_like(x, reference=None) -> "Tensor":
                 dtype = get_default_dtype()
             elif dtype.kind == "b" and not isinstance(x, (bool, np.bool_)):
                 dtype = np.dtype(np.int64)       # bool tensor + 1 is int64 (PyTorch)
+            if dtype.kind in "iu" and not is_float and not isinstance(x, (bool, np.bool_)):
+                info = np.iinfo(dtype)
+                if not info.min <= int(x) <= info.max:   # uint8 + 300 wraps, as in PyTorch
+                    x = (int(x) - info.min) % (info.max - info.min + 1) + info.min
             return Tensor(reference._xp.asarray(x, dtype=dtype))
         if isinstance(x, np.generic):
             return Tensor(np.asarray(x))
@@ -381,7 +385,13 @@ class Tensor(TensorOps):
         return E.Div()(other, self)
 
     def __pow__(self, other):
+        if isinstance(other, np.generic) and not isinstance(other, np.bool_):
+            other = other.item()     # float32 ** np.float64(0.5) stays float32 (PyTorch)
         if isinstance(other, numbers.Number) and not isinstance(other, bool):
+            if isinstance(other, int) and other < 0 and self.dtype.kind in "iub":
+                raise ValueError(f"pow: integers to negative integer powers are not allowed "
+                                 f"(a {self.dtype} tensor ** {other}); convert the tensor "
+                                 f"with .float() or .double() first")
             return E.PowScalar(other)(self)
         return E.Pow()(self, other)
 
@@ -452,6 +462,9 @@ class Tensor(TensorOps):
 
     def mean(self, dim=None, keepdim=False, dtype=None, out=None, *, axis=None, keepdims=None):
         dim, keepdim = _dim_args(dim, keepdim, axis, keepdims)
+        if dtype is not None and np.dtype(dtype).kind != "f":
+            raise TypeError(f"mean(): could not infer output dtype. Optional dtype must be "
+                            f"either a floating point or complex dtype. Got: {np.dtype(dtype)}")
         return R.Mean(dim, keepdim)(_numpy_call_args(self, "mean", dtype, out))
 
     def max(self, dim=None, keepdim=False, out=None, *, axis=None, keepdims=None):
@@ -479,11 +492,11 @@ class Tensor(TensorOps):
         """The maximum over ``dim`` (an int or a tuple; () or None: all), values
         only; tied maxima share the gradient evenly (``torch.amax``: its
         backward multiplies by the mask, see :class:`~minigrad.functions.reduction.AMax`)."""
-        return R.AMax(None if dim == () else dim, keepdim)(self)
+        return R.AMax(None if dim == () else dim, _flag("amax: keepdim", keepdim))(self)
 
     def amin(self, dim=None, keepdim=False):
         """The minimum over ``dim``; see :meth:`amax`."""
-        return R.AMin(None if dim == () else dim, keepdim)(self)
+        return R.AMin(None if dim == () else dim, _flag("amin: keepdim", keepdim))(self)
 
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
             keepdims=None, ddof=None, dtype=None, out=None):
@@ -494,30 +507,44 @@ class Tensor(TensorOps):
         ``correction=0``, and NumPy's ``ddof`` is accepted for ``correction``.
         N - correction <= 0 gives inf or nan, as in PyTorch.
         """
+        return self._var(R.Var, dim, unbiased, keepdim, correction, axis, keepdims, ddof,
+                         dtype, out)
+
+    def _var(self, cls, dim, unbiased, keepdim, correction, axis, keepdims, ddof, dtype,
+             out):
+        name = cls.name
+        if isinstance(dim, (bool, np.bool_)):   # var(False): PyTorch's var(input, unbiased)
+            if unbiased is not None:
+                raise TypeError(f"{name}(): got unbiased twice")
+            dim, unbiased = None, bool(dim)
         dim, keepdim = _dim_args(dim, keepdim, axis, keepdims)
-        x = _numpy_call_args(self, "var", dtype, out)
-        return R.Var(dim, keepdim, _correction(unbiased, correction, ddof))(x)
+        x = _numpy_call_args(self, name, dtype, out)
+        return cls(dim, keepdim, _correction(unbiased, correction, ddof, name))(x)
 
     def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
             keepdims=None, ddof=None, dtype=None, out=None):
-        """Standard deviation: the square root of :meth:`var` (same arguments)."""
-        return self.var(dim, unbiased, keepdim, correction=correction, axis=axis,
-                        keepdims=keepdims, ddof=ddof, dtype=dtype, out=out).sqrt()
+        """Standard deviation: the square root of :meth:`var` (same arguments);
+        its gradient is 0 where the result is 0 (a constant slice), as in PyTorch."""
+        return self._var(R.Std, dim, unbiased, keepdim, correction, axis, keepdims, ddof,
+                         dtype, out)
 
     def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
         """The vector p-norm over ``dim`` (all entries for None); ``"fro"`` is
         p = 2.  See :func:`minigrad.linalg.vector_norm`."""
         x = self if dtype is None else self.to(dtype=dtype)
-        return L.VectorNorm(L.check_ord(2 if p == "fro" else p), dim, keepdim)(x)
+        return L.VectorNorm(L.check_ord(2 if p == "fro" else p), dim,
+                            _flag("norm: keepdim", keepdim))(x)
 
     def argmax(self, dim=None, keepdim=False, *, axis=None):
         """Position of the largest entry (the first one on ties), int64: in the
         flattened tensor for ``dim=None``, else along ``dim``."""
-        return _arg_reduce(self, "argmax", dim if axis is None else axis, keepdim)
+        return _arg_reduce(self, "argmax", dim if axis is None else axis,
+                           _flag("argmax: keepdim", keepdim))
 
     def argmin(self, dim=None, keepdim=False, *, axis=None):
         """Position of the smallest entry; see :meth:`argmax`."""
-        return _arg_reduce(self, "argmin", dim if axis is None else axis, keepdim)
+        return _arg_reduce(self, "argmin", dim if axis is None else axis,
+                           _flag("argmin: keepdim", keepdim))
 
     def reshape(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -537,7 +564,8 @@ class Tensor(TensorOps):
         if start > end:
             raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim "
                              f"{end_dim} for a tensor with {self.ndim} dimensions")
-        return self.reshape(*self.shape[:start], -1, *self.shape[end + 1:])
+        merged = int(np.prod(self.shape[start:end + 1]))   # not -1: 0 elements are fine
+        return self.reshape(*self.shape[:start], merged, *self.shape[end + 1:])
 
     def transpose(self, dim0, dim1):
         """Swap dimensions ``dim0`` and ``dim1`` (``torch.transpose``); for any
@@ -586,6 +614,7 @@ class Tensor(TensorOps):
         return S.Squeeze(dim if axis is None else axis)(self)
 
     def unsqueeze(self, dim):
+        _check_dims("unsqueeze", self.ndim + 1, dim)
         return S.Unsqueeze(dim)(self)
 
     def exp(self):
@@ -622,11 +651,15 @@ class Tensor(TensorOps):
 
     clamp = clip
 
-    def softmax(self, dim=-1, *, axis=None):
-        return SM.Softmax(dim if axis is None else axis)(self)
+    def softmax(self, dim=-1, dtype=None, *, axis=None):
+        """softmax along ``dim``, computed in ``dtype`` when given (PyTorch's)."""
+        x = self if dtype is None else self.to(dtype=dtype)
+        return SM.Softmax(dim if axis is None else axis)(x)
 
-    def log_softmax(self, dim=-1, *, axis=None):
-        return SM.LogSoftmax(dim if axis is None else axis)(self)
+    def log_softmax(self, dim=-1, dtype=None, *, axis=None):
+        """log_softmax along ``dim``, computed in ``dtype`` when given."""
+        x = self if dtype is None else self.to(dtype=dtype)
+        return SM.LogSoftmax(dim if axis is None else axis)(x)
 
     # PyTorch's method spellings of the operators
     def add(self, other, alpha=1):
@@ -649,7 +682,10 @@ class Tensor(TensorOps):
         if rounding_mode not in ("floor", "trunc"):
             raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got "
                              f"{rounding_mode!r}")
-        return self.__floordiv__(other) if rounding_mode == "floor" else q.trunc()
+        if rounding_mode == "floor":
+            return self.__floordiv__(other)
+        return Tensor(q._data.trunc() if hasattr(q._data, "trunc") else  # a constant:
+                      q._xp.trunc(q._data))                            # gradient 0
 
     multiply, divide, subtract, true_divide = mul, div, sub, div
 
@@ -743,6 +779,10 @@ class Tensor(TensorOps):
         (``numpy.tile``); more repeats than dimensions add leading ones."""
         if len(repeats) == 1 and isinstance(repeats[0], (tuple, list)):
             repeats = tuple(repeats[0])
+        for r in repeats:
+            if isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, np.integer)) or r < 0:
+                raise ValueError(f"repeat: repeats must be non-negative ints, got "
+                                 f"{tuple(repeats)!r}")
         return S.Repeat(repeats)(self)
 
     def flip(self, *args, dims=None):
@@ -759,14 +799,17 @@ class Tensor(TensorOps):
     def roll(self, shifts, dims=None):
         """Shift entries by ``shifts`` along ``dims`` (the flattened tensor for
         None), wrapping around."""
+        _check_roll(self, shifts, dims)
         return S.Roll(shifts, dims)(self)
 
     def unflatten(self, dim, sizes):
         """Split dimension ``dim`` into ``sizes`` (one may be -1)."""
         d = _check_dims("unflatten", self.ndim, dim)[0] % max(self.ndim, 1)
+        sizes = _unflatten_sizes(tuple(sizes), self.shape[d] if self.ndim else 1)
         return self.reshape(*self.shape[:d], *sizes, *self.shape[d + 1:])
 
     def diagonal(self, offset=0, dim1=0, dim2=1):
+        _int_arg("diagonal", "offset", offset)
         return S.Diagonal(offset, dim1, dim2)(self)
 
     # indexing along one dimension
@@ -784,11 +827,22 @@ class Tensor(TensorOps):
         if dim is None:
             x, idx, dim = self.reshape(-1), idx.reshape(-1), 0
         d = _check_dims("take_along_dim", x.ndim, dim)[0] % max(x.ndim, 1)
+        n = x.shape[d] if x.ndim else 1
+        if idx.size and int(idx.min()) < 0:   # take_along_dim counts negative indices
+            if int(idx.min()) < -n:           # from the end (gather does not)
+                raise IndexError(f"take_along_dim: index {int(idx.min())} is out of bounds "
+                                 f"for dimension {d} with size {n}")
+            idx = idx % n
         if idx.ndim != x.ndim:
             raise ValueError(f"take_along_dim: indices have {idx.ndim} dimensions but the "
                              f"input has {x.ndim}")
-        shape = np.broadcast_shapes(x.shape[:d] + (1,) + x.shape[d + 1:],
-                                    idx.shape[:d] + (1,) + idx.shape[d + 1:])
+        try:
+            shape = np.broadcast_shapes(x.shape[:d] + (1,) + x.shape[d + 1:],
+                                        idx.shape[:d] + (1,) + idx.shape[d + 1:])
+        except ValueError:
+            raise ValueError(f"take_along_dim: indices of shape {tuple(idx.shape)} do not "
+                             f"broadcast with the input of shape {x.shape} outside dim {d}; "
+                             f"expected sizes equal or 1 there") from None
         x = x.broadcast_to(shape[:d] + (x.shape[d],) + shape[d + 1:])
         idx = x._xp.broadcast_to(idx, shape[:d] + (idx.shape[d],) + shape[d + 1:])
         return Gather(d, idx)(x)
@@ -806,9 +860,11 @@ class Tensor(TensorOps):
         gradient; minigrad gives scatter_reduce's)."""
         from .functions.indexing import Scatter, ScatterReduce  # noqa: PLC0415
         idx = _int_array(index, self, "scatter")
-        if (src is None) == (value is None):
-            raise TypeError("scatter: give exactly one of src (a Tensor or number) and "
-                            "value (a number)")
+        if src is None and value is None:
+            raise TypeError("scatter: src must be a Tensor or a number, got None "
+                            "(or pass value= a number)")
+        if src is not None and value is not None:
+            raise TypeError("scatter: give src or value=, not both")
         source = _scatter_source(src if value is None else value, idx, self)
         if reduce is None:
             return Scatter(dim, idx)(self, source)
@@ -829,37 +885,46 @@ class Tensor(TensorOps):
         if not isinstance(src, Tensor):
             raise TypeError(f"scatter_reduce: src must be a Tensor, got {type(src).__name__}")
         idx = _int_array(index, self, "scatter_reduce")
+        _scatter_source(src, idx, self, "scatter_reduce")
+        if not isinstance(include_self, (bool, np.bool_)):
+            raise TypeError(f"scatter_reduce: include_self must be a bool, got "
+                            f"{type(include_self).__name__}")
         return ScatterReduce(dim, idx, reduce, include_self)(self, src)
 
     def scatter_add(self, dim, index, src):
         """A copy with out[i][index[i][j][k]][k] += src[i][j][k] (dim = 1)."""
         from .functions.indexing import ScatterAdd  # noqa: PLC0415
         idx = _int_array(index, self, "scatter_add")
-        return ScatterAdd(dim, idx)(self, _scatter_source(src, idx, self))
+        return ScatterAdd(dim, idx)(self, _scatter_source(src, idx, self, "scatter_add"))
 
     # more reductions
     def logsumexp(self, dim=None, keepdim=False):
         """log Σ exp over ``dim``, computed stably."""
-        return R.LogSumExp(dim, keepdim)(self)
+        return R.LogSumExp(dim, _flag("logsumexp: keepdim", keepdim))(self)
 
     def cumsum(self, dim, dtype=None):
-        """Running sums along ``dim``, computed in ``dtype`` when given."""
+        """Running sums along ``dim`` (an int: PyTorch has no flattened form),
+        computed in ``dtype`` when given."""
+        if isinstance(dim, (bool, np.bool_)) or not isinstance(dim, (int, np.integer)):
+            raise TypeError(f"cumsum: dim must be an int, got {dim!r}")
         return R.CumSum(dim)(self if dtype is None else self.to(dtype=dtype))
 
     def prod(self, dim=None, keepdim=False, dtype=None):
         x = self if dtype is None else self.to(dtype=dtype)
         if isinstance(dim, (tuple, list)):
             raise TypeError(f"prod: dim must be an int or None, got {dim!r}")
-        return R.Prod(dim, keepdim)(x)
+        return R.Prod(dim, _flag("prod: keepdim", keepdim))(x)
 
     def all(self, dim=None, keepdim=False):
         """Whether every entry is non-zero (a bool tensor, no graph)."""
+        keepdim = _flag("all: keepdim", keepdim)
         axes = None if dim is None else R.normalize_axis(dim, max(self.ndim, 1), "all")
         return Tensor(self._xp.asarray(self._data.all(axis=axes if self.ndim else None,
                                                       keepdims=keepdim)))
 
     def any(self, dim=None, keepdim=False):
         """Whether some entry is non-zero (a bool tensor, no graph)."""
+        keepdim = _flag("any: keepdim", keepdim)
         axes = None if dim is None else R.normalize_axis(dim, max(self.ndim, 1), "any")
         return Tensor(self._xp.asarray(self._data.any(axis=axes if self.ndim else None,
                                                       keepdims=keepdim)))
@@ -869,6 +934,7 @@ class Tensor(TensorOps):
         keep their order (a stable sort; ``stable`` is accepted for PyTorch's
         signature).  The gradient goes back to where each value came from."""
         from . import return_types  # noqa: PLC0415
+        _flag("sort: stable", stable)
         indices = self.argsort(dim, descending)
         return return_types.sort(self.gather(dim, indices) if self.ndim else self * 1,
                                  indices)
@@ -878,10 +944,20 @@ class Tensor(TensorOps):
         if self.ndim == 0:
             return Tensor(self._xp.zeros((), dtype=np.int64))
         d = _check_dims("argsort", self.ndim, dim)[0]
+        if not isinstance(descending, (bool, np.bool_)):
+            raise TypeError(f"argsort: descending must be a bool, got "
+                            f"{type(descending).__name__}")
+        _flag("argsort: stable", stable)
+        xp = self._xp
         key = -self._data if descending and self.dtype.kind != "b" else self._data
         if descending and self.dtype.kind == "b":
             key = ~self._data
-        return Tensor(self._xp.argsort(key, axis=d, kind="stable").astype(np.int64))
+        order = xp.argsort(key, axis=d, kind="stable")
+        if descending and self.dtype.kind == "f":   # NaN is the largest: first, as in PyTorch
+            not_nan = xp.take_along_axis(~xp.isnan(self._data), order, axis=d)
+            order = xp.take_along_axis(order, xp.argsort(not_nan, axis=d, kind="stable"),
+                                       axis=d)
+        return Tensor(order.astype(np.int64))
 
     def topk(self, k, dim=None, largest=True, sorted=True):  # noqa: A002 (PyTorch's name)
         """The ``k`` largest (or smallest) entries along ``dim`` (None: the
@@ -889,6 +965,12 @@ class Tensor(TensorOps):
         largest first."""
         from . import return_types  # noqa: PLC0415
         dim = -1 if dim is None else dim
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+            raise TypeError(f"topk: k must be an int, got {type(k).__name__} {k!r}")
+        for flag, value in (("largest", largest), ("sorted", sorted)):
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"topk: {flag} must be a bool, got {type(value).__name__}")
+        _check_dims("topk", self.ndim, dim)
         n = self.shape[dim] if self.ndim else 1
         if not 0 <= k <= n:
             raise ValueError(f"topk: k = {k} is out of range for a dimension of size {n}")
@@ -973,10 +1055,10 @@ class Tensor(TensorOps):
         return _attention().masked_fill(self, mask, value)
 
     def tril(self, diagonal=0):
-        return _attention().tril(self, diagonal)
+        return _attention().tril(self, _int_arg("tril", "diagonal", diagonal))
 
     def triu(self, diagonal=0):
-        return _attention().triu(self, diagonal)
+        return _attention().triu(self, _int_arg("triu", "diagonal", diagonal))
 
     # --------------------------------------------------------------- in place
     # PyTorch's in-place operators and methods; see minigrad.inplace for the
@@ -1087,12 +1169,75 @@ def _dim_args(dim, keepdim, axis, keepdims):
         if dim is not None:
             raise TypeError("got both dim and axis; pass one of them")
         dim = axis
-    return dim, keepdim if keepdims is None else keepdims
+    keepdim = keepdim if keepdims is None else keepdims
+    return dim, _flag("keepdim", keepdim)
 
 
-def _correction(unbiased, correction, ddof):
+def _flag(name, value):
+    """A bool argument (PyTorch refuses 'x', None or 1 where a bool is expected)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def _int_arg(name, arg, value):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: {arg} must be an int, got {type(value).__name__} {value!r}")
+    return int(value)
+
+
+def _check_roll(x, shifts, dims):
+    """roll's arguments, with PyTorch's rules: shifts and dims of equal length
+    (dims=None only with a single shift), each dim in range."""
+    many = isinstance(shifts, (tuple, list))
+    for s in (tuple(shifts) if many else (shifts,)):
+        _int_arg("roll", "shifts", s)
+    if dims is None:
+        if many and len(shifts) != 1:
+            raise ValueError(f"roll: shifts {tuple(shifts)} need dims of the same length; "
+                             f"dims=None takes a single shift")
+        return
+    dim_list = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    if x.ndim == 0 and dim_list:
+        raise IndexError(f"roll: dimension specified as {dim_list[0]} but the tensor has "
+                         f"no dimensions")
+    shift_list = tuple(shifts) if many else (shifts,)
+    if len(shift_list) == 0:
+        raise ValueError("roll: `shifts` required")
+    if len(shift_list) != len(dim_list):
+        raise ValueError(f"roll: shifts and dimensions must align: shifts {shift_list} and "
+                         f"dims {dim_list}")
+    _check_dims("roll", x.ndim, *dim_list)
+
+
+def _unflatten_sizes(sizes, n):
+    """unflatten's sizes with its -1 resolved from the dimension's size ``n``
+    (so that a dimension of 0 entries splits too: (0, 3) -> (0, 1, 3))."""
+    if not sizes or any(isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer))
+                        for s in sizes):
+        raise TypeError(f"unflatten: sizes must be a non-empty tuple of ints, got {sizes!r}")
+    if sizes.count(-1) > 1 or any(s < -1 for s in sizes):
+        raise ValueError(f"unflatten: sizes may hold one -1 and no other negative size, "
+                         f"got {sizes!r}")
+    known = int(np.prod([s for s in sizes if s != -1]))
+    if -1 in sizes:
+        if known == 0 or n % known:
+            raise ValueError(f"unflatten: sizes {sizes} do not split a dimension of size {n}")
+        sizes = tuple(n // known if s == -1 else s for s in sizes)
+    elif known != n:
+        raise ValueError(f"unflatten: sizes {sizes} multiply to {known}, not the size {n} "
+                         f"of the dimension")
+    return sizes
+
+
+def _correction(unbiased, correction, ddof, name="var"):
     """var/std's divisor offset: ``correction``, else ``ddof``, else 1 or 0
     from ``unbiased`` (default 1, Bessel's correction, as in PyTorch)."""
+    if unbiased is not None and not isinstance(unbiased, (bool, np.bool_)):
+        raise TypeError(f"{name}(): argument 'unbiased' must be bool, got "
+                        f"{type(unbiased).__name__}")
+    if unbiased is not None and (correction is not None or ddof is not None):
+        raise TypeError(f"{name}(): pass either 'unbiased' or 'correction', not both")
     if correction is not None:
         return correction
     if ddof is not None:
@@ -1122,10 +1267,17 @@ def _int_array(index, x, name):
     return backend.to_device(arr, x.device)
 
 
-def _scatter_source(src, index, x):
-    """scatter's source: a Tensor, or a number filled into the index's shape."""
+def _scatter_source(src, index, x, name="scatter"):
+    """scatter's source: a Tensor of x's dtype (PyTorch refuses another), or a
+    number filled into the index's shape."""
     if isinstance(src, Tensor):
+        if src.dtype != x.dtype:
+            raise TypeError(f"{name}: expected src to have the input's dtype {x.dtype}, "
+                            f"got {src.dtype}")
         return src
+    if isinstance(src, (bool, np.bool_)) or not isinstance(src, (numbers.Number, np.number)):
+        raise TypeError(f"{name}: src must be a Tensor or a number, got "
+                        f"{type(src).__name__}")
     return Tensor(x._xp.full(index.shape, src, dtype=x.dtype))
 
 

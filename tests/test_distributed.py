@@ -428,3 +428,17 @@ def test_an_accumulator_refuses_a_comm_that_is_no_communicator(comm):
     w = minigrad.tensor(np.zeros(1), requires_grad=True)
     with pytest.raises(TypeError, match="comm must be a communicator"):
         GradientAccumulator(SGD([w], lr=0.1), 2, comm=comm)
+
+
+@pytest.mark.parametrize("env, size", [
+    ({"PMI_SIZE": "4"}, 4), ({"OMPI_COMM_WORLD_SIZE": "3"}, 3),
+    ({"MV2_COMM_WORLD_SIZE": "2"}, 2), ({"PMIX_RANK": "0", "SLURM_STEP_NUM_TASKS": "8"}, 8),
+    ({"SLURM_STEP_NUM_TASKS": "8"}, 1), ({}, 1)])
+def test_the_launched_world_size_is_read_from_every_launcher(monkeypatch, env, size):
+    distributed = dist
+    for name in ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE",
+                 "PMIX_RANK", "SLURM_STEP_NUM_TASKS"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert distributed._launched_world_size() == size

@@ -230,8 +230,8 @@ class ELU(_Activation):
         with np.errstate(over="ignore"):
             return xp.where(x > 0, x, self.alpha * xp.expm1(xp.minimum(x, 0)))
 
-    def derivative(self, xp, x):
-        return xp.where(x > 0, 1.0, self.alpha * xp.exp(xp.minimum(x, 0))).astype(x.dtype)
+    def derivative(self, xp, x):   # 1 at nan, as PyTorch's elu_backward
+        return xp.where(x <= 0, self.alpha * xp.exp(xp.minimum(x, 0)), 1.0).astype(x.dtype)
 
 
 class Softplus(_Activation):
@@ -260,8 +260,8 @@ class Hardtanh(_Activation):
     def f(self, xp, x):
         return xp.clip(x, self.low, self.high)
 
-    def derivative(self, xp, x):
-        return ((x > self.low) & (x < self.high)).astype(x.dtype)
+    def derivative(self, xp, x):   # 1 at nan, as PyTorch's hardtanh_backward
+        return (~((x <= self.low) | (x >= self.high))).astype(x.dtype)
 
 
 class Mish(_Activation):

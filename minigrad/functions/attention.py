@@ -221,11 +221,30 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
     Formula: Vaswani et al. 2017, eq. 1; backward in the module docstring.
     """
+    _check_sdpa_flags(is_causal=is_causal, enable_gqa=enable_gqa)
+    if hasattr(key, "shape") and len(key.shape) >= 2 and key.shape[-2] == 0:
+        return _no_keys(query, value)
     if enable_gqa:
         key, value = _share_heads(query, key, "key"), _share_heads(query, value, "value")
     fn, inputs = _attention_function(query, key, value, attn_mask, dropout_p, is_causal,
                                      scale, generator, return_weights=False)
     return fn(*inputs)
+
+
+def _check_sdpa_flags(**flags):
+    for name, value in flags.items():
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"scaled_dot_product_attention: argument {name!r} must be bool, "
+                            f"not {type(value).__name__}")
+
+
+def _no_keys(query, value):
+    """Attention over zero keys: every output row is an empty sum, 0 (PyTorch's
+    value; the gradients are 0 too)."""
+    from ..tensor import Tensor
+    lead = np.broadcast_shapes(tuple(query.shape[:-2]), tuple(value.shape[:-2]))
+    xp = get_array_module(query.data)
+    return Tensor(xp.zeros(lead + (query.shape[-2], value.shape[-1]), dtype=query.dtype))
 
 
 def _share_heads(query, t, name):
@@ -307,8 +326,9 @@ def masked_fill(input, mask, value):  # noqa: A002 (PyTorch's name)
     Raises TypeError for a non-bool mask or a non-number value, ValueError
     for a mask that does not broadcast to the input's shape."""
     mask = _bool_mask(mask, input, "masked_fill")
+    grad_value = getattr(value, "requires_grad", False)
     if isinstance(value, bool) or not isinstance(value, numbers.Number):
-        value = _scalar_value(value)
+        value = _scalar_value(value) if not grad_value else _check_scalar_tensor(value)
     try:
         fits = np.broadcast_shapes(tuple(mask.shape), input.shape) == input.shape
     except ValueError:
@@ -316,7 +336,18 @@ def masked_fill(input, mask, value):  # noqa: A002 (PyTorch's name)
     if not fits:
         raise ValueError(f"masked_fill: mask of shape {tuple(mask.shape)} does not broadcast "
                          f"to the input's shape {input.shape}")
+    if grad_value:  # the value gets the sum of the gradient over the filled entries
+        from ..creation import where
+        return where(mask, value.to(dtype=input.dtype) if value.dtype != input.dtype
+                     else value, input)
     return MaskedFill(mask, value)(input)
+
+
+def _check_scalar_tensor(value):
+    if value.ndim != 0:
+        raise TypeError(f"masked_fill: value must be a number or a 0-d tensor, got a "
+                        f"tensor of shape {tuple(value.shape)}")
+    return value
 
 
 def tril(input, diagonal=0):  # noqa: A002

@@ -253,9 +253,15 @@ class ConvTranspose2d(Function):
         xp = get_array_module(grad)
         conv = Conv2d(self.stride, self.padding, self.dilation, self.groups)
         h, w = self.x_hw
-        dx = conv.forward(grad, self.weight)[:, :, :h, :w]   # the adjoint of the adjoint
+        full = conv.forward(grad, self.weight)           # the adjoint of the adjoint
+        dx = full[:, :, :h, :w]
+        cols = conv.cols
+        if full.shape[2:] != (h, w):    # output_padding: windows past the input's size
+            n, oh, ow = full.shape[0], full.shape[2], full.shape[3]
+            cols = cols.reshape(cols.shape[0], cols.shape[1], n, oh, ow)[..., :h, :w]
+            cols = cols.reshape(cols.shape[0], cols.shape[1], n * h * w)
         needs = self.needs_input_grad
-        dw = (self.x3 @ xp.swapaxes(conv.cols, 1, 2)).reshape(self.weight.shape) \
+        dw = (self.x3 @ xp.swapaxes(cols, 1, 2)).reshape(self.weight.shape) \
             if needs[1] else None
         if len(needs) == 2:
             return dx, dw

@@ -304,8 +304,12 @@ class Abs(Function):
         return get_array_module(a).abs(a)
 
     def backward(self, g):
+        xp = get_array_module(g)
+        sign = xp.sign(self.a)
+        if sign.dtype.kind == "f":   # the gradient at nan is 0, as PyTorch's sgn(nan) = 0
+            sign = xp.where(xp.isnan(sign), 0, sign).astype(sign.dtype, copy=False)
         with np.errstate(invalid="ignore"):
-            return g * get_array_module(g).sign(self.a)
+            return g * sign
 
 
 class Tanh(Function):
@@ -565,8 +569,10 @@ class Rounding(Function):
 
     def forward(self, a):
         xp = get_array_module(a)
-        if self.how == "sign":
-            return xp.sign(a)
+        if self.how == "sign":   # sign(nan) is 0, as in PyTorch (NumPy: nan)
+            out = xp.sign(a)
+            return xp.where(xp.isnan(out), 0, out).astype(out.dtype) if a.dtype.kind == "f" \
+                else out
         if a.dtype.kind in "iub":
             return a.copy()
         if self.how == "round":
@@ -579,7 +585,9 @@ class Rounding(Function):
 
 class Remainder(_Binary):
     """a % b with the sign of b (Python's and PyTorch's ``remainder``):
-    a - floor(a/b)·b.  d/da = 1, d/db = -floor(a/b)."""
+    a - floor(a/b)·b.  d/da = 1, d/db = -floor(a/b), the floor division as
+    computed (``floor_divide``: -0.25 // -0.001 is 249, though
+    floor(-0.25 / -0.001) rounds to 250), as PyTorch."""
     name = "remainder"
 
     def compute(self, a, b):
@@ -593,7 +601,7 @@ class Remainder(_Binary):
         gb = None
         if self.needs_input_grad[1]:
             with np.errstate(divide="ignore", invalid="ignore"):
-                gb = unbroadcast(-g * xp.floor(self.a / self.b), self.b_shape)
+                gb = unbroadcast(-g * xp.floor_divide(self.a, self.b), self.b_shape)
         return ga, gb
 
 

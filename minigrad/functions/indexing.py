@@ -45,10 +45,14 @@ class Gather(Function):
         check_index("gather", a, self.index, self.dim)
         self.dim = normalize_axis(self.dim, a.ndim, "gather")[0] if a.ndim else 0
         self.in_shape = a.shape
-        self.where = along_dim(self.index, self.dim) if a.ndim else ()
+        if not a.ndim:   # a 0-d input: the output has the index's shape, as in PyTorch
+            return get_array_module(a).broadcast_to(a, self.index.shape).copy()
+        self.where = along_dim(self.index, self.dim)
         return a[self.where]
 
     def backward(self, g):
+        if not self.in_shape:
+            return g.sum().reshape(())
         grad = get_array_module(g).zeros(self.in_shape, dtype=g.dtype)
         scatter_add(grad, self.where, g)
         return grad
@@ -75,7 +79,7 @@ class ScatterAdd(Function):
     def backward(self, g):
         ga = g
         if self.reduce != "add":             # overwritten positions get no gradient
-            ga = g.copy()
+            ga = get_array_module(g).array(g, copy=True)    # an array, even for 0-d g
             ga[self.where] = 0
         gsrc = _src_grad(self, g[self.where], g.dtype) if self.needs_input_grad[1] else None
         return ga, gsrc
@@ -228,16 +232,25 @@ class IndexSelect(Function):
                              f"shape {tuple(self.index.shape)} of dtype {self.index.dtype}")
         self.dim = normalize_axis(self.dim, max(a.ndim, 1), "index_select")[0]
         n = a.shape[self.dim] if a.ndim else 1
-        if self.index.size and (int(self.index.min()) < -n or int(self.index.max()) >= n):
-            raise IndexError(f"index_select: index out of range for size {n} of dim "
-                             f"{self.dim}")
+        if self.index.size and (int(self.index.min()) < 0 or int(self.index.max()) >= n):
+            bad = int(self.index.min()) if int(self.index.min()) < 0 else int(self.index.max())
+            raise IndexError(f"index_select: index {bad} is out of range for size {n} of "
+                             f"dim {self.dim}; expected 0 <= index < {n} (negative indices "
+                             f"are refused, as in PyTorch)")
         self.in_shape = a.shape
-        return get_array_module(a).take(a, self.index, axis=self.dim if a.ndim else None)
+        if not a.ndim:   # a 0-d input gives a 0-d output, as in PyTorch
+            if self.index.size != 1:
+                raise IndexError(f"index_select: a 0-d input takes an index of one entry, "
+                                 f"got {self.index.size}")
+            return a.copy()
+        return get_array_module(a).take(a, self.index, axis=self.dim)
 
     def backward(self, g):
+        if not self.in_shape:
+            return g.copy()
         grad = get_array_module(g).zeros(self.in_shape, dtype=g.dtype)
         where = (slice(None),) * self.dim + (self.index,)
-        scatter_add(grad, where if len(self.in_shape) else (), g)
+        scatter_add(grad, where, g)
         return grad
 
 

@@ -104,7 +104,9 @@ class VectorNorm(Function):
         if x.dtype.itemsize < 4:       # float16: sum in float32 as PyTorch does, so
             x = x.astype(np.float32)   # that 300² + 400² does not overflow to inf
         a = xp.abs(x)
-        if p == np.inf:
+        if p != 0 and all(x.shape[ax] == 1 for ax in self.axes):
+            n = a.copy()               # one entry: |x| exactly (no x² to over/underflow)
+        elif p == np.inf:
             n = a.max(axis=self.axes, keepdims=True)
         elif p == -np.inf:
             n = a.min(axis=self.axes, keepdims=True)

@@ -5,6 +5,8 @@ restores them as size-1 axes (when ``keepdims`` was False), then broadcasts.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..autograd import Function
@@ -27,6 +29,8 @@ def normalize_axis(axis, ndim, name="reduction"):
         if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
             raise TypeError(f"{name}: axis must be an int or a tuple of ints, got {axis!r}")
         a = int(a)
+        if ndim == 0 and a in (0, -1):    # a 0-d tensor: dim 0 or -1 reduces nothing,
+            continue                        # as in PyTorch
         if not -ndim <= a < ndim:
             raise ValueError(f"{name}: axis {a} is out of range for a tensor with "
                              f"{ndim} dimensions")
@@ -177,6 +181,10 @@ class Var(Function):
         for ax in self.axes:
             n *= a.shape[ax]
         self.denominator = max(0, n - self.correction)     # PyTorch's: n <= correction gives nan/inf
+        if n - self.correction <= 0:
+            warnings.warn(f"{self.name}(): degrees of freedom is <= 0. Correction should be "
+                          f"strictly less than the reduction factor (input numel divided by "
+                          f"output numel)", UserWarning, stacklevel=4)
         with np.errstate(divide="ignore", invalid="ignore"):   # empty: nan, no warning
             mean = a.sum(axis=self.axes, keepdims=True) / n
         self.centered = a - mean
@@ -185,10 +193,32 @@ class Var(Function):
                 axis=self.axes, keepdims=self.keepdims) / self.denominator
         return var.astype(dtype, copy=False)
 
+    name = "var"
+
     def backward(self, g):
         g = _expand(g, self.in_shape, self.axes, self.keepdims)
         with np.errstate(divide="ignore", invalid="ignore"):   # n - correction <= 0: nan
             return g * self.centered * 2 / self.denominator
+
+
+class Std(Var):
+    """Standard deviation, the square root of :class:`Var`.
+
+    d std / d a_i = (a_i - mean) / ((n - correction) std), taken as 0 where
+    std = 0 (a constant slice), as PyTorch does (not 0/0 = nan)."""
+
+    name = "std"
+
+    def forward(self, a):
+        var = super().forward(a)
+        self.out = get_array_module(var).sqrt(var)
+        return self.out
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g = xp.where(self.out == 0, 0, g / (2 * self.out)).astype(g.dtype, copy=False)
+        return super().backward(g)
 
 
 # --------------------------------------------------------- more reductions
@@ -257,6 +287,8 @@ class Prod(Function):
 
     def backward(self, g):
         xp = get_array_module(g)
+        if self.a.size == 0:                 # an empty input: an empty gradient
+            return xp.zeros(self.in_shape, dtype=g.dtype)
         g = _expand(g, self.in_shape, self.axes, self.keepdims)
         rest = [i for i in range(self.a.ndim) if i not in self.axes]
         # the reduced axes flattened into one last axis

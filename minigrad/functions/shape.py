@@ -394,6 +394,9 @@ class Diagonal(Function):
         self.offset, self.dim1, self.dim2 = offset, dim1, dim2
 
     def forward(self, a):
+        if a.ndim < 2:
+            raise ValueError(f"diagonal: expected a tensor of at least 2 dimensions, got "
+                             f"shape {a.shape}")
         d1, d2 = normalize_axis(self.dim1, a.ndim, "diagonal")[0], \
             normalize_axis(self.dim2, a.ndim, "diagonal")[0]
         if d1 == d2:

@@ -85,9 +85,9 @@ class Block(Module):
 
     def __init__(self, config: GPTConfig):
         super().__init__()
-        self.ln_1 = LayerNorm(config.n_embd)
+        self.ln_1 = LayerNorm(config.n_embd, bias=config.bias)
         self.attn = CausalSelfAttention(config)
-        self.ln_2 = LayerNorm(config.n_embd)
+        self.ln_2 = LayerNorm(config.n_embd, bias=config.bias)
         self.mlp = MLP(config)
 
     def forward(self, x):
@@ -121,7 +121,7 @@ class GPT(Module):
         self.wpe = Embedding(config.block_size, config.n_embd)
         self.drop = Dropout(config.dropout)
         self.h = ModuleList([Block(config) for _ in range(config.n_layer)])
-        self.ln_f = LayerNorm(config.n_embd)
+        self.ln_f = LayerNorm(config.n_embd, bias=config.bias)
         self.lm_head = Linear(config.n_embd, config.vocab_size, bias=False)
         self.lm_head.weight = self.wte.weight               # weight tying
         self.gradient_checkpointing = False

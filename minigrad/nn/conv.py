@@ -149,6 +149,12 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1,  # noqa: A
     return out.squeeze(2)
 
 
+def _at_least_one(layer, name, value):
+    """A layer's kernel size: each entry >= 1 (0 would give an empty weight)."""
+    if min(value if isinstance(value, tuple) else (value,)) < 1:
+        raise ValueError(f"{layer}: {name} must be >= 1, got {value}")
+
+
 def _single(value, name):
     """An int, or a 1-tuple holding one, as an int (conv1d's arguments)."""
     if isinstance(value, (tuple, list)) and len(value) == 1:
@@ -322,6 +328,7 @@ class Conv1d(Module):
         _check_groups("Conv1d", groups, in_channels, out_channels)
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = _single(kernel_size, "kernel_size")
+        _at_least_one("Conv1d", "kernel_size", self.kernel_size)
         self.stride, self.dilation = _single(stride, "stride"), _single(dilation, "dilation")
         self.padding = padding if isinstance(padding, str) else _single(padding, "padding")
         _add_parameters(self, (out_channels, in_channels // groups, self.kernel_size),
@@ -364,6 +371,7 @@ class ConvTranspose2d(Module):
         _check_groups("ConvTranspose2d", groups, in_channels, out_channels)
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = pair(kernel_size, "ConvTranspose2d: kernel_size")
+        _at_least_one("ConvTranspose2d", "kernel_size", self.kernel_size)
         self.stride = pair(stride, "ConvTranspose2d: stride")
         self.padding = pair(padding, "ConvTranspose2d: padding")
         self.output_padding = pair(output_padding, "ConvTranspose2d: output_padding")

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from .. import backend
+from ..arguments import check_bool, check_int
 from .. import random as _random
 from ..dtypes import check_layer_dtype
 from ..functions import elementwise as E
@@ -95,6 +96,10 @@ def silu(x: Tensor, inplace: bool = False) -> Tensor:
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x for x > 0, negative_slope·x otherwise."""
+    if isinstance(negative_slope, (bool, np.bool_)) or not isinstance(negative_slope,
+                                                                       numbers.Real):
+        raise TypeError(f"leaky_relu: negative_slope must be a number, got "
+                        f"{type(negative_slope).__name__} {negative_slope!r}")
     return _in_place(x, A.LeakyReLU(negative_slope)(_tensor(x, "leaky_relu")), inplace)
 
 
@@ -161,7 +166,40 @@ def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:  # no
     or a reflect padding not smaller than the dimension.
     """
     from ..functions.shape import Pad  # noqa: PLC0415
-    return Pad(pad, mode, 0.0 if value is None else value)(_tensor(input, "pad"))
+    _check_pad(_tensor(input, "pad"), pad, mode, value)
+    return Pad(pad, mode, 0.0 if value is None else value)(input)
+
+
+def _check_pad(x, pad, mode, value):
+    """F.pad's arguments, with PyTorch's rules (the sizes are checked by Pad)."""
+    if not isinstance(pad, (tuple, list)) or any(
+            isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, np.integer))
+            for p in pad):
+        raise TypeError(f"pad: pad must be a tuple of ints, got {pad!r}")
+    if mode == "constant":
+        if value is not None and (isinstance(value, (bool, np.bool_)) or not isinstance(
+                value, numbers.Real)):
+            raise TypeError(f"pad: value must be a number, got {type(value).__name__} "
+                            f"{value!r}")
+        return
+    if value is not None:
+        raise ValueError(f'pad: padding mode "{mode}" doesn\'t take in value argument '
+                         f"(got value={value!r}); value only applies to mode='constant'")
+    k = len(pad) // 2
+    if len(pad) % 2 == 0 and k in (1, 2, 3) and x.ndim not in (k + 1, k + 2):
+        raise ValueError(f"pad: {mode} padding of {k} dimension(s) (pad of length "
+                         f"{len(pad)}) needs a {k + 1}-D or {k + 2}-D input, got shape "
+                         f"{x.shape}")
+    if len(pad) % 2 == 0 and k > 3:
+        raise ValueError(f"pad: {mode} padding supports 1 to 3 padded dimensions, got pad "
+                         f"{tuple(pad)}")
+    if mode == "circular":
+        for i in range(min(k, x.ndim)):
+            n = x.shape[x.ndim - 1 - i]
+            if max(pad[2 * i], pad[2 * i + 1]) > n:
+                raise ValueError(f"pad: circular padding {tuple(pad)} wraps around more "
+                                 f"than once a dimension of size {n}; each pad must be at "
+                                 f"most the size")
 
 
 def one_hot(tensor, num_classes: int = -1) -> Tensor:
@@ -173,6 +211,7 @@ def one_hot(tensor, num_classes: int = -1) -> Tensor:
     ids = _index_array(tensor, tensor.device if isinstance(tensor, Tensor) else "cpu")
     if ids.dtype.kind not in "iu":
         raise TypeError(f"one_hot: class ids must be integers, got dtype {ids.dtype}")
+    check_int("one_hot", "num_classes", num_classes)
     xp = backend.get_array_module(ids)
     if num_classes == -1:
         num_classes = int(ids.max()) + 1 if ids.size else 0
@@ -225,6 +264,14 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                                 recompute_scale_factor, antialias)
     _check_interpolate(input, mode, align_corners, antialias)
     sizes, scales = _resize_plan(input, size, scale_factor, recompute_scale_factor)
+    if input.dtype.kind in "biu" and not mode.startswith("nearest"):
+        # integer images (uint8): mixed in float32, rounded back, as PyTorch
+        out = interpolate(input.float(), sizes, None, mode, align_corners, None, antialias)
+        info = np.iinfo(input.dtype) if input.dtype.kind != "b" else None
+        data = out.detach()._data.round()
+        if info is not None:
+            data = data.clip(info.min, info.max)
+        return Tensor(data.astype(input.dtype))
     out = input
     for k, (n_out, scale) in enumerate(zip(sizes, scales)):
         dim = 2 + k
@@ -295,12 +342,21 @@ def _check_interpolate(x, mode, align_corners, antialias):
         raise ValueError(f"interpolate: {mode} needs a {wanted} input ((N, C) and "
                          f"{'/'.join(str(n - 2) for n in _RESIZE_DIMS[mode])} spatial "
                          f"dimensions), got shape {x.shape}")
+    if align_corners is not None:
+        check_bool("interpolate", "align_corners", align_corners)
     if (mode.startswith("nearest") or mode == "area") and align_corners is not None:
         raise ValueError("interpolate: align_corners only applies to the interpolating "
                          "modes 'linear', 'bilinear', 'bicubic' and 'trilinear'")
     if antialias:
         raise ValueError("interpolate: antialias=True is not supported (only "
                          "antialias=False)")
+
+
+def _check_resize_sizes(spatial, sizes):
+    """PyTorch's refusal of an empty input or output of interpolate."""
+    if any(n <= 0 for n in sizes) or any(n <= 0 for n in spatial):
+        raise ValueError(f"interpolate: input and output sizes should be greater than 0, "
+                         f"but got input {tuple(spatial)} and output {tuple(sizes)}")
 
 
 def _resize_plan(x, size, scale_factor, recompute_scale_factor=None):
@@ -312,17 +368,28 @@ def _resize_plan(x, size, scale_factor, recompute_scale_factor=None):
         if recompute_scale_factor:
             raise ValueError("interpolate: recompute_scale_factor is not meaningful with an "
                              "explicit size")
-        sizes = (size,) * len(spatial) if isinstance(size, int) else tuple(size)
+        sizes = (size,) * len(spatial) if isinstance(size, (int, np.integer)) \
+            else tuple(size)
         if len(sizes) != len(spatial):
             raise ValueError(f"interpolate: size {size} does not match the "
                              f"{len(spatial)} spatial dimensions of shape {x.shape}")
+        if any(isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer))
+               for n in sizes):
+            raise TypeError(f"interpolate: size must be an int or a tuple of ints, got "
+                            f"{size!r}")
+        _check_resize_sizes(spatial, sizes)
         return sizes, [n / m for n, m in zip(spatial, sizes)]
-    factors = (scale_factor,) * len(spatial) if isinstance(scale_factor, (int, float)) \
-        else tuple(scale_factor)
+    factors = (scale_factor,) * len(spatial) \
+        if isinstance(scale_factor, (int, float, np.number)) else tuple(scale_factor)
     if len(factors) != len(spatial):
         raise ValueError(f"interpolate: scale_factor {scale_factor} does not match the "
                          f"{len(spatial)} spatial dimensions of shape {x.shape}")
+    if any(isinstance(f, (bool, np.bool_)) or not isinstance(f, (int, float, np.number))
+           or not f > 0 for f in factors):
+        raise ValueError(f"interpolate: scale_factor must be positive numbers, got "
+                         f"{scale_factor!r}")
     sizes = [int(np.floor(n * f)) for n, f in zip(spatial, factors)]
+    _check_resize_sizes(spatial, sizes)
     if recompute_scale_factor:
         return sizes, [n / m for n, m in zip(spatial, sizes)]
     return sizes, [1 / f for f in factors]
@@ -350,8 +417,21 @@ def embedding(ids, weight: Tensor, padding_idx: int | None = None) -> Tensor:
     shape; Tensor, array or list) -> ids.shape + (dim,).
 
     Repeated ids add up in backward; row ``padding_idx`` gets no gradient.
-    Raises ValueError naming an id outside [0, num_embeddings).
+    Raises ValueError naming an id outside [0, num_embeddings), for a weight
+    that is not 2-D and for a padding_idx outside [-num_embeddings,
+    num_embeddings) (a negative one counts from the end), as PyTorch.
     """
+    _tensor(weight, "embedding")
+    if weight.ndim != 2:
+        raise ValueError(f"embedding: 'weight' must be 2-D (num_embeddings, dim), got shape "
+                         f"{weight.shape}")
+    if padding_idx is not None:
+        n = weight.shape[0]
+        if isinstance(padding_idx, (bool, np.bool_)) or not isinstance(
+                padding_idx, (int, np.integer)) or not -n <= padding_idx < n:
+            raise ValueError(f"embedding: padding_idx must be an int within num_embeddings "
+                             f"[-{n}, {n}), got {padding_idx!r}")
+        padding_idx = int(padding_idx) % n
     ids = _index_array(ids, weight.device)
     return EmbeddingFunction(ids, padding_idx)(weight)
 
@@ -409,6 +489,8 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
     """
     _tensor(x, "dropout")
     _check_p(p)
+    check_bool("dropout", "training", training)
+    check_bool("dropout", "inplace", inplace)
     if not training or p == 0.0:
         return x
     u = dropout_uniforms(x.shape, x.device, generator, example_index, step, layer_id)

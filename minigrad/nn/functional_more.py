@@ -233,6 +233,9 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,  
     It is :func:`max_pool2d` on a height-1 image."""
     from .pooling import max_pool2d  # noqa: PLC0415
     x, added = _batched("max_pool1d", input, 1)
+    if 0 in x.shape[1:]:
+        raise ValueError(f"max_pool1d: expected (C, L) or (N, C, L) with C and L non-zero "
+                         f"(only the batch may be empty), got shape {tuple(input.shape)}")
     k = _single(kernel_size, "max_pool1d: kernel_size")
     s = k if stride is None else _single(stride, "max_pool1d: stride")
     out = max_pool2d(x.unsqueeze(2), (1, k), (1, s),

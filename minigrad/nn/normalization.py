@@ -40,6 +40,7 @@ import numbers
 import numpy as np
 
 from .. import backend
+from ..arguments import check_bool
 from ..autograd import is_recomputing
 from ..dtypes import check_layer_dtype
 from ..functions import norm as _norm
@@ -112,6 +113,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected an input of shape (N, C) or (N, C, *), "
                          f"got shape {tuple(input.shape)}")
+    check_bool("batch_norm", "training", training)
     channels = input.shape[1]
     for label, t in (("running_mean", running_mean), ("running_var", running_var)):
         _check_channels("batch_norm", input, label, t)

@@ -5,6 +5,7 @@ The window arithmetic is in :mod:`minigrad.functions.pool`.
 """
 from __future__ import annotations
 
+from ..arguments import check_bool
 from ..functions import pool as _pool
 from ..functions.conv import pair
 from ..tensor import Tensor
@@ -61,6 +62,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: 
                          ceil_mode, return_indices)
         return tuple(t.squeeze(0) for t in out) if return_indices else out.squeeze(0)
     _check_input("max_pool2d", input)
+    check_bool("max_pool2d", "ceil_mode", ceil_mode)
+    check_bool("max_pool2d", "return_indices", return_indices)
     kernel, stride, padding = _pool_options("max_pool2d", kernel_size, stride, padding)
     dilation = pair(dilation, "max_pool2d: dilation")
     pool = _pool.MaxPool2d(kernel, stride, padding, dilation, bool(ceil_mode))
@@ -151,6 +154,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0,  # noqa: A002
         return avg_pool2d(input.unsqueeze(0), kernel_size, stride, padding, ceil_mode,
                           count_include_pad, divisor_override).squeeze(0)
     _check_input("avg_pool2d", input)
+    check_bool("avg_pool2d", "ceil_mode", ceil_mode)
+    check_bool("avg_pool2d", "count_include_pad", count_include_pad)
     kernel, stride, padding = _pool_options("avg_pool2d", kernel_size, stride, padding)
     if divisor_override is not None and divisor_override == 0:
         raise ValueError("avg_pool2d: divisor_override must not be zero")

@@ -289,6 +289,7 @@ class GradientAccumulator:
         """Normalize by the window's total, clip, step optimizer and scheduler once:
         all or nothing (the checks first; ``step_ahead`` puts the scheduler back)."""
         self.optimizer._check_step()          # raises before anything changes
+        checks.check_gradients_writable(self)
         with step_ahead(self.optimizer, self.scheduler) as schedule:    # the scheduler's step
             if not self.window.normalized:      # once: a retry must not divide again
                 self.window.prepared = self._mean_gradient()    # (loss, norm) or None

@@ -10,7 +10,7 @@ import numbers
 
 from .. import nn
 from ..tensor import Tensor
-from .checks import check_number
+from .checks import check_number, check_writable
 from .grad_scaler import GradScaler
 from .optimizer import Optimizer
 
@@ -171,3 +171,14 @@ def noise_tracker(acc, optimizer, accumulation_steps, comm, model, beta):
                          "two-batch estimate assumes each item's gradient is independent of "
                          "the others in its micro-batch, which BatchNorm breaks")
     return NoiseScaleTracker(optimizer._params(), beta, ranks=ranks, accumulator=acc)
+
+
+def check_gradients_writable(acc) -> None:
+    """The window's mean is taken in place (``p.grad.data /= total``): raise
+    before the first division when a gradient's array is read-only."""
+    if acc.window.normalized:
+        return
+    for i, p in enumerate(acc.optimizer._params()):
+        if p.grad is not None:
+            check_writable("GradientAccumulator", f"the gradient of parameter {i}",
+                           p.grad.data)

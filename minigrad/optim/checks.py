@@ -134,7 +134,18 @@ def check_step(optimizer) -> None:
                              f"{p.device}) has a gradient of shape {g.shape}, {g.dtype}, "
                              f"{g.device}; expected the parameter's shape, dtype and "
                              "device; nothing was updated")
+        check_writable(name, f"parameter {i}", p.data)
         check_buffers(optimizer, i, p)
+
+
+def check_writable(name, what, array) -> None:
+    """Raise ValueError when ``array`` (a parameter's or a buffer's) is read-only:
+    the update would fail at it after writing the ones before it."""
+    flags = getattr(array, "flags", None)
+    if flags is not None and not getattr(flags, "writeable", True):
+        raise ValueError(f"{name}.step: {what} is a read-only array (writeable=False); "
+                         f"expected a writable array (e.g. p.data = p.data.copy()); "
+                         f"nothing was updated")
 
 
 def check_buffers(optimizer, i, p) -> None:
@@ -147,6 +158,7 @@ def check_buffers(optimizer, i, p) -> None:
         kind = None if spec is None else spec.get(k)
         if not backend.is_array(v) or not (kind == "tensor" or v.ndim):
             continue
+        check_writable(type(optimizer).__name__, f"buffer {k!r} of parameter {i}", v)
         device = backend.device_of(v)
         if tuple(v.shape) != p.shape or device != p.device:
             raise ValueError(f"{type(optimizer).__name__}.step: buffer {k!r} of parameter "

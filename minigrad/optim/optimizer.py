@@ -21,6 +21,7 @@ import itertools
 
 from ..tensor import Tensor
 from .checks import check_group_params, check_new_group, check_params, check_step
+from .dry_run import dry_run
 from .optimizer_state import load_optimizer_state, optimizer_state
 from .transaction import step_with_hooks
 
@@ -139,6 +140,12 @@ class Optimizer:
         (:func:`minigrad.optim.checks.check_step`); subclasses with more to
         check extend it."""
         check_step(self)
+
+    def _dry_run(self) -> None:
+        """When NumPy raises on floating-point errors, compute the update
+        without writing, so that an overflow raises before the first write
+        (:mod:`minigrad.optim.dry_run`; SGD, Adam and AdamW)."""
+        dry_run(self)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear every parameter's gradient.  ``.grad = None`` (PyTorch's default)

@@ -26,6 +26,7 @@ def step_with_hooks(step):
             hook(self, args, kwargs)
         self._check_step()          # everything the update reads, before it writes
         if self._step_is_atomic:
+            self._dry_run()         # np.seterr(...="raise"): the arithmetic first, unwritten
             try:
                 result = step(self, *args, **kwargs)
             except BaseException:   # inside the arithmetic: some parameters may be written

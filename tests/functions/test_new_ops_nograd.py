@@ -79,9 +79,9 @@ def test_scatter_value_keyword():
     assert x.grad.tolist() == [[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]]
     assert minigrad.scatter(minigrad.zeros(3), 0, minigrad.tensor([1]), value=2.0).tolist() == \
         [0.0, 2.0, 0.0]
-    with pytest.raises(TypeError, match="exactly one of src"):
+    with pytest.raises(TypeError, match="src must be a Tensor or a number, got None"):
         x.scatter(1, idx)
-    with pytest.raises(TypeError, match="exactly one of src"):
+    with pytest.raises(TypeError, match="give src or value=, not both"):
         x.scatter(1, idx, 1.0, value=2.0)
 
 

@@ -530,3 +530,118 @@ def test_an_interrupted_atomic_step_refuses_an_inexact_retry(monkeypatch, float6
     assert opt._step_interrupted
     with pytest.raises(RuntimeError, match="interrupted inside the optimizer's step"):
         acc.step() if where == "step" else acc.flush()
+
+
+# ------------------------------------------- read-only arrays, NumPy raising
+def _two_params(make):
+    a = minigrad.tensor(np.zeros(2), requires_grad=True)
+    b = minigrad.tensor(np.zeros(2), requires_grad=True)
+    a.grad, b.grad = minigrad.tensor(np.ones(2)), minigrad.tensor(np.ones(2))
+    return a, b, make([a, b])
+
+
+PLAIN = {"SGD": lambda ps: SGD(ps, lr=1.0),
+         "SGD-momentum": lambda ps: SGD(ps, lr=1.0, momentum=0.9, weight_decay=0.1),
+         "Adam": lambda ps: Adam(ps, lr=1.0, weight_decay=0.1),
+         "AdamW": lambda ps: AdamW(ps, lr=1.0)}
+
+
+@pytest.mark.parametrize("name", list(PLAIN))
+def test_a_read_only_parameter_is_refused_before_the_first_write(name):
+    a, b, opt = _two_params(PLAIN[name])
+    b.data.flags.writeable = False
+    with pytest.raises(ValueError, match="parameter 1 is a read-only array"):
+        opt.step()
+    assert a.tolist() == [0.0, 0.0] and opt.state.get(a) in (None, {})
+    b.data = b.data.copy()                 # writable again: a retry is one step, not two
+    opt.step()
+    ref_a, _, ref = _two_params(PLAIN[name])
+    ref.step()
+    assert a.tolist() == ref_a.tolist() != [0.0, 0.0]
+
+
+@pytest.mark.parametrize("name", ["SGD-momentum", "Adam"])
+def test_a_read_only_state_buffer_is_refused_before_the_first_write(name):
+    a, b, opt = _two_params(PLAIN[name])
+    opt.step()
+    before = a.numpy().copy()
+    for buffer in opt.state[b].values():
+        if isinstance(buffer, np.ndarray):
+            buffer.flags.writeable = False
+    with pytest.raises(ValueError, match="buffer .* of parameter 1 is a read-only array"):
+        opt.step()
+    np.testing.assert_array_equal(a.numpy(), before)
+
+
+@pytest.mark.parametrize("name", list(PLAIN))
+def test_an_overflow_under_numpy_raise_changes_nothing(name):
+    a, b, opt = _two_params(PLAIN[name])
+    b.data[...] = -1e308
+    b.grad = minigrad.tensor(np.full(2, 1e308))
+    with np.errstate(all="raise"):
+        with pytest.raises(FloatingPointError):
+            opt.step()
+    assert a.tolist() == [0.0, 0.0] and b.tolist() == [-1e308, -1e308]
+    assert opt.state.get(a) in (None, {}) and opt.state.get(b) in (None, {})
+    b.grad = minigrad.tensor(np.ones(2))
+    b.data[...] = 0.0
+    opt.step()                             # the retry: exactly one step
+    ref_a, _, ref = _two_params(PLAIN[name])
+    ref.step()
+    assert a.tolist() == ref_a.tolist()
+
+
+def test_the_first_pass_runs_only_when_numpy_raises(monkeypatch):
+    from minigrad.optim import dry_run
+    calls = []
+    monkeypatch.setattr(dry_run, "_blocks", lambda *arrays: calls.append(1) or iter(()))
+    a, b, opt = _two_params(PLAIN["Adam"])
+    opt.step()                             # NumPy's default: warnings, no first pass
+    assert calls == []
+    with np.errstate(over="raise"):
+        opt.step()
+    assert len(calls) == 2                 # one pass per parameter, block by block
+
+
+def test_a_large_parameter_is_checked_block_by_block():
+    from minigrad.optim.updates import BLOCK
+    big = minigrad.tensor(np.zeros(3 * BLOCK + 5), requires_grad=True)
+    small = minigrad.tensor(np.zeros(2), requires_grad=True)
+    big.grad = minigrad.tensor(np.ones(3 * BLOCK + 5))
+    grad = np.ones(2)
+    grad[1] = np.inf
+    small.grad = minigrad.tensor(grad)
+    small.data[...] = np.inf
+    opt = SGD([big, small], lr=1.0)
+    with np.errstate(invalid="raise"):
+        with pytest.raises(FloatingPointError):
+            opt.step()                     # inf - inf: invalid, in the last parameter
+    assert not big.numpy().any()
+
+
+@pytest.mark.parametrize("failure", ["read-only", "overflow"])
+def test_the_accumulators_update_is_all_or_nothing(float64, failure):
+    batches = classification_batches(K, 4)
+    make = lambda m: Adam(m.parameters(), lr=0.01, weight_decay=0.5)  # noqa: E731
+    run = _accumulator(make)
+    model, opt, acc = run
+    _feed(acc, model, batches[:-1])
+    acc.backward(ce_loss(model, *batches[-1]), num_items=4)
+    last = list(model.parameters())[-1]
+    saved = last.data
+    if failure == "read-only":
+        last.data = saved.copy()
+        last.data.flags.writeable = False
+    else:
+        last.data = np.full_like(saved, 1e308)
+    before = _everything(model, opt, acc)
+    with np.errstate(all="raise" if failure == "overflow" else "warn"):
+        with pytest.raises(ValueError if failure == "read-only" else FloatingPointError):
+            acc.step()
+    after = _everything(model, opt, acc)
+    assert _equal(after["params"], before["params"])
+    assert _equal(after["optimizer"], before["optimizer"])
+    assert acc.updates == 0
+    last.data = saved                      # fixed: the retry is the uninterrupted update
+    assert acc.step() is True
+    _same_run(run, _uninterrupted(make, None, batches))
