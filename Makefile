@@ -69,10 +69,13 @@ student: venv
 # Grade a class: SUBMISSIONS=dir/ (a student copy or a .bundle per student)
 # against RELEASE (default build/student); JOBS at once; OUT (build/grades);
 # EX=3.1,3.2 grades only those; MODE=fast runs only the tests marked with an
-# exercise, MODE=full every test of the graded chapters (chapters/TEACHING.md).
+# exercise, MODE=full every test of the graded chapters (chapters/TEACHING.md);
+# LIMIT seconds per student (600), TEST_LIMIT seconds per test (60), MEMORY GiB
+# per run (4).  Each submission runs in a bubblewrap sandbox
+# (apt-get install -y bubblewrap); without it make grade says so and grades anyway.
 grade: venv
 	$(if $(SUBMISSIONS),,$(error make grade needs SUBMISSIONS=folder/ with one student copy or .bundle per student))
-	$(PY) tools/grade.py --submissions $(SUBMISSIONS) $(if $(RELEASE),--release $(RELEASE)) $(if $(JOBS),--jobs $(JOBS)) $(if $(OUT),--out $(OUT)) $(if $(LIMIT),--limit $(LIMIT)) $(if $(EX),--exercises $(EX)) $(if $(MODE),--mode $(MODE))
+	$(PY) tools/grade.py --submissions $(SUBMISSIONS) $(if $(RELEASE),--release $(RELEASE)) $(if $(JOBS),--jobs $(JOBS)) $(if $(OUT),--out $(OUT)) $(if $(LIMIT),--limit $(LIMIT)) $(if $(TEST_LIMIT),--test-limit $(TEST_LIMIT)) $(if $(MEMORY),--memory $(MEMORY)) $(if $(EX),--exercises $(EX)) $(if $(MODE),--mode $(MODE))
 
 # The chapters' figures, drawn by code: tools/make_figures.py (chapters 01-03),
 # tools/make_chapter_figures.py (04-09) and tools/figures/chNN.py.
