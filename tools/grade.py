@@ -140,18 +140,39 @@ def sandbox_command(work: Path, hidden, read_only, uid) -> list[str]:
         if folder.is_dir() and not folder.resolve().is_relative_to("/tmp"):
             cmd += ["--tmpfs", str(folder.resolve())]
             emptied.append(folder.resolve())
+    python = _python_behind_closed_folders() if uid is not None else {}
+    for closed in sorted(set(python.values())):     # e.g. /root (0700) holding the Python
+        cmd += ["--perms", "0755", "--tmpfs", str(closed)]
+        emptied.append(closed)
     made = set()
-    for target in [work] + [p for p in read_only if not p.is_relative_to(work)]:
+    shown = [work] + [p for p in read_only if not p.is_relative_to(work)] + sorted(python)
+    for target in shown:
         for parent in reversed(target.parents):    # bwrap would make them 0700
             if any(parent.is_relative_to(e) and parent != e for e in emptied) \
                     and parent not in made:
                 cmd += ["--perms", "0755", "--dir", str(parent)]
                 made.add(parent)
+    for folder in sorted(python):
+        cmd += ["--ro-bind", str(folder), str(folder)]
     cmd += ["--bind", str(work), str(work)]
     for path in read_only:
         cmd += ["--ro-bind", str(path), str(path)]
     cmd += ["--chdir", str(work), "--setenv", "HOME", "/tmp", "--"]
     return cmd + _drop_privileges(uid)
+
+
+def _python_behind_closed_folders() -> dict:
+    """{folder of this Python: the first folder above it that other users cannot
+    enter}: for a Python installed in /root (0700), say; the sandbox shows the
+    Python's folders to its own user through an empty folder in its place."""
+    found = {}
+    for folder in {Path(os.path.realpath(sys.executable)).parent.parent,
+                   Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}:
+        for parent in reversed(folder.parents):
+            if parent != Path("/") and not parent.stat().st_mode & 0o001:
+                found[folder] = parent
+                break
+    return found
 
 
 def _drop_privileges(uid) -> list[str]:
@@ -314,7 +335,8 @@ def grade_one(submission: Path, release_dir: Path, manifest: dict, *, work_root:
                                                                   release.MANIFEST]
                  if (work / rel.rstrip("/")).exists()] + [control]
     read_only = [Path(str(p).rstrip("/")) for p in read_only]
-    uid = _take_uid() if os.geteuid() == 0 and shutil.which("setpriv") else None
+    uid = _take_uid() if sandboxed and os.geteuid() == 0 and shutil.which("setpriv") \
+        else None
     notes, records, skip, outputs = [], [], set(), []
     try:
         if uid is not None:
