@@ -17,7 +17,7 @@ TEST_PATHS := tests tools/tests $(if $(NOTEBOOKS),notebooks)
 # --nbval-current-env: run notebooks in this venv's kernel, not a system one.
 PYTEST_ARGS := $(TEST_PATHS) --nbval-lax --nbval-current-env -q
 
-.PHONY: venv test demo bench test-gpu check-kernels notebooks jupyter clean check-python check student selftest grade figures
+.PHONY: venv test demo bench test-gpu check-kernels notebooks jupyter clean check-python check student selftest grade figures mutants
 
 venv: $(STAMP)
 
@@ -83,6 +83,11 @@ figures: venv
 	$(PY) tools/make_figures.py
 	$(PY) tools/make_chapter_figures.py
 	$(PY) -m tools.figures
+
+# Plausible mistakes (tools/mutants/*.json) applied one at a time to a copy; each
+# must fail what `make check EX=N.M` runs (tools/mutation.py). EX=1.13,4.3: only those.
+mutants: venv
+	$(PY) tools/mutation.py $(if $(EX),--exercises $(EX))
 
 # Every exercise blanked in turn: its tests fail, earlier chapters still pass.
 selftest: venv
