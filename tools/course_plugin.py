@@ -248,9 +248,8 @@ def _of_exercise(item, chapter, wanted_ids, runs) -> bool:
     running a wanted exercise's code in that exercise's chapter or an earlier one."""
     if any(m.args and m.args[0] in wanted_ids for m in item.iter_markers("exercise")):
         return True
-    return chapter is not None and any(
-        ident in wanted_ids and chapter <= exercises.chapter_of(ident)
-        for ident in runs.get(item.nodeid, ()))
+    return any(ident in wanted_ids and counts_for(ident, chapter)
+               for ident in runs.get(item.nodeid, ()))
 
 
 def _hold_back_blocked(config, items, mapping, stubs_left):
@@ -357,9 +356,19 @@ def pytest_runtest_makereport(item, call):
             tests[item.nodeid] = (state, stub, message)
 
 
+def counts_for(ident: str, chapter) -> bool:
+    """Whether a test of ``chapter`` that runs exercise ``ident``'s code counts
+    in its verdict: when it belongs to the exercise's chapter or an earlier one.
+    ``make check``, this table and ``make grade`` share the rule, so an
+    exercise's verdict never depends on which later chapters are run with it
+    (a later chapter's test counts for that chapter's exercises)."""
+    return chapter is not None and chapter <= exercises.chapter_of(ident)
+
+
 def tests_by_exercise(collected: dict, mapping: dict | None) -> dict[str, set]:
     """Exercise id -> the tests that exercise it: those marked with it, and
-    those that run a line of its regions (tools/dependencies.json)."""
+    those of its chapter or an earlier one that run a line of its regions
+    (tools/dependencies.json; :func:`counts_for`)."""
     out: dict[str, set] = {}
     for nodeid, info in collected.items():
         for ident in info["exercises"]:
@@ -367,7 +376,8 @@ def tests_by_exercise(collected: dict, mapping: dict | None) -> dict[str, set]:
     for nodeid, ids in (mapping or {}).get("tests", {}).items():
         if nodeid in collected:
             for ident in ids:
-                out.setdefault(ident, set()).add(nodeid)
+                if counts_for(ident, collected[nodeid].get("chapter")):
+                    out.setdefault(ident, set()).add(nodeid)
     return out
 
 

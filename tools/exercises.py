@@ -57,7 +57,7 @@ EXERCISES = {
     "4.2": "splitting a batch into micro-batches",
     "4.3": "the accumulator's item-weighted backward",
     "4.4": "counting the window: step",
-    "4.5": "one update per window: divide once, clip, step, zero",
+    "4.5": "one update per window: divide once, clip",
     "5.1": "the short last window: flush",
     "5.2": "the mean over kept positions (token counts)",
     "5.3": "a non-finite window is skipped whole",

@@ -66,6 +66,8 @@ except ImportError:                     # pragma: no cover - the course needs Nu
     numpy = None
 
 
+from tools.exercises import EXERCISES as _EXERCISES, chapter_of as _chapter_of  # noqa: E402
+
 STUB_RE = re.compile(r"NotImplementedError: Exercise (\d+\.\d+) — ")
 OUTPUT_STUB_RE = re.compile(r"Exercise (\d+\.\d+) — ")
 TAMPERED_EXIT = 70
@@ -245,9 +247,14 @@ _MAP = pytest.StashKey[dict]()
 
 
 def _exercises(item):
+    """The exercises whose verdict ``item`` counts in: those it is marked with,
+    and those whose code it runs when it belongs to their chapter or an earlier
+    one (``course_plugin.counts_for``: the rule of make check and make test)."""
     marked = [m.args[0] for m in item.iter_markers("exercise") if m.args]
     mapped = item.config.stash.get(_MAP, {}).get(item.nodeid, [])
-    return marked + [i for i in mapped if i not in marked]
+    chapter = _chapter(item)
+    return marked + [i for i in mapped if i not in marked and i in _EXERCISES
+                     and chapter is not None and chapter <= _chapter_of(i)]
 
 
 def pytest_configure(config):

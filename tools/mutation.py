@@ -19,7 +19,8 @@ survive, and a kill means its "equivalent" note is wrong.  The reference
 itself is run first: it must pass.
 
 Prints one line per mutant and a table per exercise; ``--json PATH`` writes
-the results.  Exit status 1 when a non-equivalent mutant survives.
+the results.  Exit status 1 when a non-equivalent mutant survives (or no
+longer applies: its text is not in the regions any more).
 """
 from __future__ import annotations
 
@@ -120,12 +121,16 @@ def run(idents, *, timeout: float = 300, out=sys.stdout) -> list[dict]:
                   f"{'passes' if verdict == 'survived' else 'FAILS: ' + detail}", file=out,
                   flush=True)
             for mutant in (m for m in mutants if m["exercise"] == ident):
-                changed = apply(copy, mutant, regions[ident])
                 try:
-                    verdict, detail = run_check(copy, ident, timeout)
-                finally:
-                    for rel in changed:
-                        shutil.copy2(ROOT / rel, copy / rel)
+                    changed = apply(copy, mutant, regions[ident])
+                except ValueError as e:         # the catalogue no longer fits the code
+                    verdict, detail, changed = "invalid", str(e), []
+                else:
+                    try:
+                        verdict, detail = run_check(copy, ident, timeout)
+                    finally:
+                        for rel in changed:
+                            shutil.copy2(ROOT / rel, copy / rel)
                 result = dict(exercise=ident, name=mutant["name"], verdict=verdict,
                               equivalent=mutant.get("equivalent"), detail=detail,
                               description=mutant["description"])
@@ -166,7 +171,8 @@ def main(argv=None) -> int:
     print(table(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    survived = [r for r in results if r["verdict"] == "survived" and not r["equivalent"]]
+    survived = [r for r in results if r["verdict"] in ("survived", "invalid")
+                and not r["equivalent"]]
     wrong = [r for r in results if r["verdict"] == "killed" and r["equivalent"]]
     return 1 if survived or wrong else 0
 

@@ -10,7 +10,9 @@ kernels, once per micro-batch.  Here nothing is read back:
   ``n_j * L_j`` is added, and so does its non-finite flag (a 0-d bool
   array; ``xp.asarray`` keeps NumPy from unwrapping them into scalars);
 * the loss is back-propagated even when it is inf or nan, since that is not
-  known without waiting.  Its inf/nan gradient does no harm: the window's
+  known without waiting (the accumulator's ``_weighted_backward`` and
+  ``_count_micro_batch`` run with the loss taken as 0.0, a finite value; the
+  loss itself is added here).  Its inf/nan gradient does no harm: the window's
   end (:meth:`Window.settle <minigrad.optim.accumulation_state.Window.settle>`,
   one transfer of both values) sees the flag and skips the window, which
   zeroes the gradients and the buffer, exactly as the CPU path skips it.
@@ -30,18 +32,17 @@ from .. import backend
 def backward_on_device(acc, loss, weight, mode) -> None:
     """``acc.backward(loss, num_items)`` once checked (``weight``, ``mode``:
     from ``accumulation_checks.check_backward``), for a loss on any device,
-    without reading the loss on the host."""
-    xp = backend.get_array_module(loss.data)
-    window = acc.window
+    without reading the loss on the host: the accumulator's own weighted
+    backward and count, with the loss taken as finite (0.0), and then the loss
+    itself added on the device."""
+    with np.errstate(invalid="ignore", over="ignore"):   # a nan loss: skipped at the end
+        acc._weighted_backward(loss, weight, 0.0)
+    if weight != 0 and acc.buffer is not None:
+        acc.buffer.add(acc.optimizer._params())
+    acc._count_micro_batch(weight, mode, 0.0)           # n_j and the mode, as on the CPU
     if weight != 0:                         # no items: nothing to add, as on the CPU
-        scale = 1.0 if acc.scaler is None else acc.scaler.get_scale()
-        with np.errstate(invalid="ignore", over="ignore"):   # a nan loss: skipped at the end
-            loss.backward(xp.full(loss.shape, weight * scale, dtype=loss.dtype))
-        if acc.buffer is not None:
-            acc.buffer.add(acc.optimizer._params())
+        xp = backend.get_array_module(loss.data)
+        window = acc.window
         value = loss.data.astype(np.float64).reshape(())
         window.loss_sum = xp.asarray(window.loss_sum + np.float64(weight) * value)
         window.nonfinite = xp.asarray(xp.logical_or(window.nonfinite, ~xp.isfinite(value)))
-    window.mode = mode
-    window.item_total += weight
-    window.awaiting_step = True
