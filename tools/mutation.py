@@ -62,13 +62,13 @@ def catalogue(folder: Path = CATALOGUE) -> list[dict]:
 def apply(root: Path, mutant: dict, regions) -> list[str]:
     """Apply ``mutant`` to the files under ``root``; returns the files changed.
     ValueError when a replacement's text is not found exactly once in the
-    exercise's regions."""
-    texts = {}
+    exercise's regions (``regions``: their lines in the files as they are)."""
+    texts = {r.path: (root / r.path).read_text(encoding="utf-8") for r in regions}
+    edits = {path: [] for path in texts}           # path -> [(at, old, new)]
     for old, new in mutant["replace"]:
         hits = []
         for region in regions:
-            text = texts.get(region.path) or (root / region.path).read_text(encoding="utf-8")
-            texts[region.path] = text
+            text = texts[region.path]
             lines = text.splitlines(keepends=True)
             start = sum(len(line) for line in lines[:region.begin])
             stop = sum(len(line) for line in lines[:region.end - 1])
@@ -80,10 +80,17 @@ def apply(root: Path, mutant: dict, regions) -> list[str]:
             raise ValueError(f"mutant {mutant['name']} ({mutant['exercise']}): {old!r} "
                              f"occurs {len(hits)} times in the exercise's regions, not once")
         path, at = hits[0]
-        texts[path] = texts[path][:at] + new + texts[path][at + len(old):]
-    for path, text in texts.items():
+        edits[path].append((at, old, new))
+    changed = []
+    for path, found in edits.items():
+        if not found:
+            continue
+        text = texts[path]
+        for at, old, new in sorted(found, reverse=True):     # later ones first
+            text = text[:at] + new + text[at + len(old):]
         (root / path).write_text(text, encoding="utf-8")
-    return sorted(texts)
+        changed.append(path)
+    return sorted(changed)
 
 
 def check_command(ident: str) -> list[str]:
