@@ -208,3 +208,35 @@ def test_a_chapter_that_does_not_exist_is_an_error_naming_the_chapters(tmp_path)
                           capture_output=True, text=True)
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert "CHAPTER=14: there is no such chapter; the chapters are 0-13" in proc.stderr
+
+
+def test_a_later_chapters_test_does_not_change_an_exercises_verdict(tmp_path):
+    """A chapter-2 test that runs 1.1's code and fails counts for chapter 2's
+    exercises, not for 1.1: 1.1's row passes whether chapter 2 runs with it or
+    not, in make test's table as in make check and in make grade's log
+    (tools/grade_plugin.py), so no verdict depends on what is graded with it."""
+    tree = _tiny_tree(tmp_path, '''
+        import pytest
+
+        @pytest.mark.exercise("1.1")
+        def test_add():
+            assert 1 + 1 == 2
+    ''', {"tests/test_y.py::test_later": ["1.1", "2.1"]})
+    (tree / "tests" / "chapters.py").write_text(
+        'PATHS = {"tests/": 1, "tests/test_y.py": 2}\nTESTS = {}\n')
+    (tree / "tests" / "test_y.py").write_text(
+        "def test_later():\n    raise AssertionError('2.1 is wrong')\n")
+    rows = {}
+    for chapters in ("1", "1-2"):
+        code, out = _run(tree, "--chapter", chapters)
+        rows[chapters] = next(line for line in out.splitlines() if line.startswith("1.1 "))
+        assert "passed" in rows[chapters], out
+    code, out = _run(tree, "--chapter", "1-2")
+    assert "failing: tests/test_y.py::test_later" in next(
+        line for line in out.splitlines() if line.startswith("2.1 ")), out
+    log = tmp_path / "grade.jsonl"
+    _run(tree, "--chapter", "1-2", "-p", "tools.grade_plugin", "--grade-log", str(log))
+    import json
+    collected = {t["nodeid"]: t["exercises"] for t in
+                 json.loads(log.read_text().splitlines()[0])["collected"]}
+    assert collected["tests/test_y.py::test_later"] == ["2.1"], collected
