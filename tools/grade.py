@@ -338,6 +338,7 @@ def grade_one(submission: Path, release_dir: Path, manifest: dict, *, work_root:
     uid = _take_uid() if sandboxed and os.geteuid() == 0 and shutil.which("setpriv") \
         else None
     notes, records, skip, outputs = [], [], set(), []
+    broken = False          # the run ended early, or its report was forged
     try:
         if uid is not None:
             _give(work, uid)
@@ -356,6 +357,7 @@ def grade_one(submission: Path, release_dir: Path, manifest: dict, *, work_root:
             at = time.monotonic() - start
             if run.rejected:
                 notes.append(f"{run.rejected} forged report line(s) rejected")
+                broken = True
             started, finished, tampered = None, False, None
             for record in run.records:
                 if "start" in record:
@@ -376,6 +378,7 @@ def grade_one(submission: Path, release_dir: Path, manifest: dict, *, work_root:
                 if run.returncode not in (0, 1, 5):
                     notes.append(f"pytest ended with exit status {run.returncode}")
                 break
+            broken = True
             if tampered is not None:
                 what = ", ".join(tampered["tampered"])
                 if tampered.get("nodeid") is None:
@@ -395,7 +398,7 @@ def grade_one(submission: Path, release_dir: Path, manifest: dict, *, work_root:
                    if run.stalled else _how_it_ended(run, at))
             if run.crowded:
                 how = f"process limit ({processes}) reached; {how}"
-            notes.append(f"{how} in {started}")
+            notes.append(f"{how} in {started}; the tests after it ran in a new process")
             records.append(_blame(started, f"the test process ended during this test: {how}"))
         else:
             notes.append(f"gave up after {MAX_RUNS} runs that ended early")
@@ -408,8 +411,11 @@ def grade_one(submission: Path, release_dir: Path, manifest: dict, *, work_root:
     notes += _limit_notes(records, memory, processes)
     if not sandboxed:
         notes.insert(0, f"{NO_SANDBOX}: graded without bubblewrap")
+    if broken and outcome.status == "graded":
+        outcome.status = "error (graded anyway)"
     if notes:
-        outcome.status += "; " + "; ".join(dict.fromkeys(notes))
+        outcome.status += ": " if broken else "; "
+        outcome.status += "; ".join(dict.fromkeys(notes))
     outcome.seconds = time.monotonic() - start
     shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(control, ignore_errors=True)

@@ -144,6 +144,7 @@ def test_no_submission_forges_or_escapes_its_grade(tmp_path, release_copy):
     assert "forged report line(s) rejected" in status["forges_lines"]
     assert outside == "the grader's", "a write left the sandbox"
     assert "a write outside the working copy was refused" in status["writes_outside"]
+    assert status["exits_early"].startswith("error (graded anyway): exited early at")
     assert "exited early at" in status["exits_early"] and "(exit status 0) in " \
         "tests/exercises/test_ch01.py::test_mul_backward_is_the_product_rule" \
         in status["exits_early"]
