@@ -55,9 +55,12 @@ COURSE_ARGS := $(if $(TEST_CHAPTERS),--chapter $(TEST_CHAPTERS)) $(if $(EX),--ex
 test: venv
 	$(PY) -m pytest $(PYTEST_ARGS) $(COURSE_ARGS)
 
+# (the site's tests check the course website, not an exercise: left out, and so
+# are their "site extra is not installed" skips)
 check: venv
 	$(if $(EX),,$(error make check needs an exercise: make check EX=3.2))
-	$(PY) -m pytest tests -q --exercise $(EX) --whole-exercise $(ARGS)
+	@$(PY) tools/exercises.py --check '$(EX)'
+	$(PY) -m pytest tests -q --ignore=tests/site --exercise $(EX) --whole-exercise $(ARGS)
 
 # The student copy: DEST (default build/student); CHAPTERS=1-3 releases those
 # chapters' exercises (later chapters' answers are blanked too); FORCE=1 replaces

@@ -12,7 +12,7 @@ exercise's solution regions::
 Each ``old`` must occur exactly once in the exercise's regions.  For every
 mutant the tool copies the repository's tracked files into a temporary folder,
 applies the replacements there, and runs exactly what ``make check EX=N.M``
-runs (``pytest tests -q --exercise N.M --whole-exercise``, with that copy first
+runs (``pytest tests -q --ignore=tests/site --exercise N.M --whole-exercise``, that copy first
 on the path).  A mutant is *killed* when that run fails, *survived* when it
 passes.  An equivalent mutant is run too, and reported apart: it should
 survive, and a kill means its "equivalent" note is wrong.  The reference
@@ -95,8 +95,8 @@ def apply(root: Path, mutant: dict, regions) -> list[str]:
 
 def check_command(ident: str) -> list[str]:
     """What ``make check EX=ident`` runs (the Makefile's ``check`` target)."""
-    return [sys.executable, "-m", "pytest", "tests", "-q", "--exercise", ident,
-            "--whole-exercise", "-p", "no:cacheprovider"]
+    return [sys.executable, "-m", "pytest", "tests", "-q", "--ignore=tests/site",
+            "--exercise", ident, "--whole-exercise", "-p", "no:cacheprovider"]
 
 
 def run_check(copy: Path, ident: str, timeout: float) -> tuple[str, str]:
