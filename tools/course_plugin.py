@@ -320,17 +320,34 @@ _STUB_FAILURE_RE = re.compile(r"NotImplementedError: Exercise (\d+\.\d+) — |"
                               r"this needs Exercise (\d+\.\d+) — ")
 
 
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_EXCEPTION_LINE_RE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b:? ")
+
+
+def _plain(text: str) -> str:
+    """``text`` without terminal color codes (nbval colors its reports)."""
+    return _ANSI_RE.sub("", text)
+
+
 def _stub_in_failure(report):
     """The exercise id whose stub raised in this failed test, or None."""
-    text = str(report.longrepr) if report.longrepr is not None else ""
+    text = _plain(str(report.longrepr)) if report.longrepr is not None else ""
     found = [a or b for a, b in _STUB_FAILURE_RE.findall(text)]
     return found[-1] if found else None
 
 
 def _first_diagnostic(report) -> str:
-    """One line saying why a test failed: its crash message's first line."""
+    """One line saying why a test failed: its crash message's first line; for a
+    notebook cell (nbval's report has no crash message, only a colored "cell
+    execution failed"), the exception the cell raised, such as its "Your turn"
+    message."""
+    if ".ipynb" in report.nodeid:
+        full = _plain(str(report.longrepr or "")).splitlines()
+        raised = [line.strip() for line in full if _EXCEPTION_LINE_RE.match(line.strip())]
+        if raised:
+            return raised[-1][:300]
     crash = getattr(report.longrepr, "reprcrash", None)
-    text = crash.message if crash is not None else str(report.longrepr or "")
+    text = _plain(crash.message if crash is not None else str(report.longrepr or ""))
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[0] if lines else "failed"
 

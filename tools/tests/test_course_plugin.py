@@ -240,3 +240,18 @@ def test_a_later_chapters_test_does_not_change_an_exercises_verdict(tmp_path):
     collected = {t["nodeid"]: t["exercises"] for t in
                  json.loads(log.read_text().splitlines()[0])["collected"]}
     assert collected["tests/test_y.py::test_later"] == ["2.1"], collected
+
+
+def test_a_notebook_cells_failure_is_named_by_its_exception_without_color_codes():
+    from types import SimpleNamespace
+
+    from tools.course_plugin import _first_diagnostic, _stub_in_failure
+    text = ("\x1b[91mNotebook cell execution failed\x1b[0m\n\x1b[94mCell 4: Cell execution "
+            "caused an exception\n\x1b[31mNotImplementedError\x1b[39m: Your turn nb01.1: "
+            "write it; expected a float\n")
+    report = SimpleNamespace(nodeid="notebooks/01_autograd.ipynb::Cell 4", longrepr=text)
+    assert _first_diagnostic(report) == \
+        "NotImplementedError: Your turn nb01.1: write it; expected a float"
+    stub = SimpleNamespace(nodeid="notebooks/01_autograd.ipynb::Cell 1", longrepr=(
+        "\x1b[31mNotImplementedError\x1b[39m: Exercise 1.8 — the topological order: see"))
+    assert _stub_in_failure(stub) == "1.8"
