@@ -68,7 +68,7 @@ except ImportError:                     # pragma: no cover - the course needs Nu
 
 from tools.exercises import EXERCISES as _EXERCISES, chapter_of as _chapter_of  # noqa: E402
 
-STUB_RE = re.compile(r"NotImplementedError: Exercise (\d+\.\d+) — ")
+STUB_RE = re.compile(r"(?:NotImplementedError: |this needs )Exercise (\d+\.\d+) — ")
 OUTPUT_STUB_RE = re.compile(r"Exercise (\d+\.\d+) — ")
 TAMPERED_EXIT = 70
 
