@@ -255,3 +255,33 @@ def test_a_notebook_cells_failure_is_named_by_its_exception_without_color_codes(
     stub = SimpleNamespace(nodeid="notebooks/01_autograd.ipynb::Cell 1", longrepr=(
         "\x1b[31mNotImplementedError\x1b[39m: Exercise 1.8 — the topological order: see"))
     assert _stub_in_failure(stub) == "1.8"
+
+
+def test_an_error_in_a_fixture_counts_under_the_exercise_of_its_tests(tmp_path):
+    """A test that errors (in its fixture, before it runs) fails its exercise's
+    row like a failure, with the fixture's message; so does a module fixture's
+    error for every test that uses it."""
+    tree = _tiny_tree(tmp_path, '''
+        import pytest
+
+        @pytest.fixture(scope="module")
+        def run():
+            raise RuntimeError("the worker run failed")
+
+        @pytest.mark.exercise("1.1")
+        def test_add():
+            assert 1 + 1 == 2
+
+        def test_uses_the_run(run):
+            pass
+
+        def test_uses_it_too(run):
+            pass
+    ''', {"tests/test_x.py::test_uses_the_run": ["1.1"],
+          "tests/test_x.py::test_uses_it_too": ["1.2"]})
+    code, out = _run(tree)
+    assert code == 1, out
+    rows = {line.split()[0]: line for line in out.splitlines() if line[:3] in ("1.1", "1.2")}
+    assert "1/2  failing: tests/test_x.py::test_uses_the_run: RuntimeError: the worker run " \
+        "failed" in rows["1.1"], out
+    assert "0/1  failing" in rows["1.2"], out
