@@ -206,43 +206,38 @@ class GradientAccumulator:
         weight, mode = checks.check_backward(self, loss, num_items)
         if backend.is_cupy_array(loss.data):    # no wait for the GPU per micro-batch
             return backward_on_device(self, loss, weight, mode)
-        value = float(loss.item())
-        self._weighted_backward(loss, weight, value)
-        self._end_micro_batch(weight, mode, value)
+        self._weighted_backward(loss, weight, mode)
 
-    def _weighted_backward(self, loss, weight, value) -> None:
-        """Back-propagate micro-batch j's mean loss L_j seeded with n_j (times the
-        loss scale S of ``scaler``, when there is one): ``.grad`` gains
-        n_j·S·grad L_j.  Nothing when n_j (``weight``) is 0 or L_j (``value``,
-        a float) is inf or nan.  (The GPU path passes ``value=0.0``: it does
-        not read the loss, and a non-finite one skips the window at its end.)"""
+    def _weighted_backward(self, loss, weight, mode) -> None:
+        """Micro-batch j's backward, once the call is checked: back-propagate its
+        mean loss L_j seeded with n_j = ``weight`` (times the loss scale S when
+        there is a ``scaler``), so that ``.grad`` gains n_j·S·grad L_j, unless
+        n_j is 0 or L_j is inf or nan; then count it (``_count_micro_batch``)."""
         # BEGIN SOLUTION ch04.3
+        value = float(loss.item())
         if weight != 0 and math.isfinite(value):
             # Seed backward with n_j (times the loss scale), not 1: it back-propagates
             # n_j·L_j, so .grad gains n_j·grad L_j.
             xp = backend.get_array_module(loss.data)
             scale = 1.0 if self.scaler is None else self.scaler.get_scale()
             loss.backward(xp.full(loss.shape, weight * scale, dtype=loss.dtype))
+        self._count_micro_batch(weight, mode, value)
         # END SOLUTION
 
-    def _end_micro_batch(self, weight, mode, value) -> None:
-        """The end of every micro-batch's backward, the pipeline stages' too:
-        with a buffer (``dtype=``, ``compensated=``) ``.grad`` moves into it
-        (sum += grad; grad = None), then the micro-batch is counted."""
-        if self.buffer is not None and weight != 0 and math.isfinite(value):
-            self.buffer.add(self.optimizer._params())
-        self._count_micro_batch(weight, mode, value)
-
     def _count_micro_batch(self, weight, mode, value) -> None:
-        """Count micro-batch j in the window: n_j into the item total and n_j·L_j
-        into the loss sum, or mark the window non-finite when L_j is inf or nan
-        (``weight``: n_j; ``value``: L_j, a float; ``mode``: "items" or "count").
-        Called after every micro-batch's backward, the pipeline stages' too."""
+        """The end of every micro-batch's backward, the pipeline stages' too
+        (they call it after their own backward): when n_j = ``weight`` is not 0,
+        mark the window non-finite if L_j = ``value`` is inf or nan, else move
+        ``.grad`` into the window's buffer when there is one
+        (``self.buffer.add``), and add n_j·L_j to the window's loss sum; always
+        record ``mode`` and add n_j to the window's item total."""
         window = self.window
         # BEGIN SOLUTION ch04.3
         if weight != 0:                         # no items: nothing to add
             if not math.isfinite(value):
                 window.nonfinite = True
+            elif self.buffer is not None:       # move .grad into the window's buffer:
+                self.buffer.add(self.optimizer._params())   # sum += grad; grad = None
             window.loss_sum += weight * value
         window.mode = mode
         window.item_total += weight

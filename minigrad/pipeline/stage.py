@@ -70,7 +70,7 @@ class StageAccumulator(GradientAccumulator):
         loss = float(loss)
         if weight != 0 and math.isfinite(loss) and output.requires_grad:
             autograd.backward(output, grad_output)
-        self._end_micro_batch(weight, "items", loss)      # as backward(loss, n_j) ends
+        self._count_micro_batch(weight, "items", loss)      # as backward(loss, n_j) ends
 
 
 def split_sequential(model, sizes) -> list:

@@ -182,3 +182,22 @@ def test_the_window_loss_is_the_item_weighted_mean():
         f"(1·L1 + 3·L2) / 4 = {expected}" + (
             " (that is the plain mean of the two losses: count n_j·L_j, not L_j)"
             if acc.window_loss == pytest.approx(sum(losses) / 2) else "")
+
+
+@pytest.mark.exercise("4.3")
+def test_count_micro_batch_moves_the_gradient_into_the_buffer():
+    """``_count_micro_batch`` is called after a backward run elsewhere too (the
+    stages of chapter 11 run their own): it is the method that moves ``.grad``
+    into the window's buffer, and that counts the micro-batch."""
+    w = _model()
+    acc = GradientAccumulator(SGD([w], lr=0.1), accumulation_steps=2, compensated=True)
+    loss = _mean_loss(w, X[:3])
+    loss.backward(np.full((), 3.0))             # a backward of its own, seeded with n_j
+    grad = w.grad.numpy().copy()
+    acc._count_micro_batch(3, "items", loss.item())
+    assert w.grad is None, (
+        "after _count_micro_batch with a buffer (compensated=True), .grad must be moved "
+        "into it (self.buffer.add(self.optimizer._params())): _count_micro_batch, not "
+        "_weighted_backward, holds that line, since code of chapter 11 calls it alone")
+    assert_close(acc.buffer.sums[0], grad, "the buffer's sum after one micro-batch")
+    assert acc.window.item_total == 3 and acc.window.loss_sum == pytest.approx(3 * loss.item())
