@@ -11,10 +11,11 @@ reads any conftest, so before the submission's code is imported.  At import it
   removed): each line it writes is ``<HMAC-SHA256 of the line> <JSON>``, with a
   sequence number, so a line the submission writes into the pipe is rejected;
 * keeps a reference to every function and class of pytest, pluggy and NumPy's
-  assertions that decides a verdict (``_GUARDED``); before each result is
-  written they are compared with the ones seen at import (object and code), and
-  a replaced one ends the run at once with a ``tampered`` record naming it and
-  the test during which it was found;
+  assertions that decides a verdict (``_GUARDED``), and, once collected, to
+  the functions of the tests' own modules (``assert_close`` and the like);
+  before each result is written they are compared with the ones seen then
+  (object and code), and a replaced one ends the run at once with a
+  ``tampered`` record naming it and the test during which it was found;
 * decides each test phase's outcome itself from the exception the phase raised
   (``call.excinfo``) and compares it with pytest's report: a report that says
   "passed" for a phase that raised is a forgery too.
@@ -157,9 +158,40 @@ def _lookup(name):
 _GUARDED = {name: _fingerprint(obj) for name, obj in _guarded().items()}
 
 
-def _replaced():
-    """The guarded names whose object or code changed since import."""
+# The tests' own modules as collected: module name -> {name: fingerprint} of
+# their functions and classes (``assert_close`` and the like), so that a
+# submission that replaces a test helper while a test runs is caught too.
+_TEST_MODULES: dict = {}
+SHARED_TEST_MODULES = ("tests.helpers", "tests.exercises.check", "tests.conftest",
+                       "tests.functions")
+
+
+def _snapshot_test_modules():
+    for name, module in list(sys.modules.items()):
+        if name == "tests" or not name.startswith("tests.") or module is None:
+            continue
+        _TEST_MODULES[name] = {attr: _fingerprint(value) for attr, value in vars(module).items()
+                               if callable(value) and not attr.startswith("__")}
+
+
+def _test_module_changes(names):
     changed = []
+    for name in names:
+        module = sys.modules.get(name)
+        for attr, (obj, code, defaults) in _TEST_MODULES.get(name, {}).items():
+            now = getattr(module, attr, None)
+            if now is not obj or getattr(obj, "__code__", None) is not code \
+                    or getattr(obj, "__defaults__", None) is not defaults:
+                changed.append(f"{name}.{attr}")
+    return changed
+
+
+def _replaced(test_module=None):
+    """The guarded names whose object or code changed since import (and those
+    of the tests' modules since collection: ``test_module``'s and the shared
+    helpers')."""
+    changed = _test_module_changes(SHARED_TEST_MODULES + ((test_module,) if test_module
+                                                          else ()))
     for name, (obj, code, defaults) in _GUARDED.items():
         now = _lookup(name)
         inner = getattr(obj, "__func__", None) or getattr(obj, "fget", None) or obj
@@ -214,9 +246,9 @@ def read_records(data: bytes, key: bytes):
     return records, rejected
 
 
-def _check(config, nodeid, when):
+def _check(config, nodeid, when, test_module=None):
     """End the run at once when what decides a verdict was replaced."""
-    changed = _replaced()
+    changed = _replaced(test_module)
     if changed:
         _write(config, {"tampered": changed[:10], "nodeid": nodeid, "when": when})
         _EXIT(TAMPERED_EXIT)
@@ -281,6 +313,7 @@ def _chapter(item):
 
 def pytest_collection_finish(session):
     _check(session.config, None, "collection")
+    _snapshot_test_modules()
     _write(session.config, {"collected": [{"nodeid": item.nodeid, "exercises": _exercises(item),
                                            "chapter": _chapter(item)}
                                           for item in session.items]})
@@ -344,10 +377,11 @@ _SKIPPED, _XFAILED = _pytest.outcomes.Skipped, _pytest.outcomes.XFailed
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    _check(item.config, item.nodeid, call.when)
+    module = getattr(getattr(item, "module", None), "__name__", None)
+    _check(item.config, item.nodeid, call.when, module)
     outcome = yield
     report = outcome.get_result()
-    _check(item.config, item.nodeid, call.when)
+    _check(item.config, item.nodeid, call.when, module)
     raised = _raised(item, call)
     if raised == "failed" and report.outcome == "passed":
         _write(item.config, {"tampered": ["the report of a phase that raised says passed"],

@@ -38,6 +38,12 @@ TRICKS = {
         _r.TestReport.from_item_and_call = classmethod(_passed)
         return g, g
 """,
+    # Replaces the test's own comparison (the name the test module calls).
+    "patches_assert_close": """
+        import sys as _s
+        _s.modules["tests.exercises.test_ch01"].assert_close = lambda *a, **k: None
+        return g, g
+""",
     # Writes report lines of its own into every file descriptor it finds, and a log.
     "forges_lines": """
         import json as _j, os as _o
@@ -141,6 +147,9 @@ def test_no_submission_forges_or_escapes_its_grade(tmp_path, release_copy):
     assert "tampered with the test runner in tests/exercises/test_ch01.py::" \
            "test_mul_backward_is_the_product_rule (_pytest.reports.TestReport" \
         in status["patches_report"]
+    assert "tampered with the test runner in tests/exercises/test_ch01.py::" \
+           "test_mul_backward_is_the_product_rule (tests.exercises.test_ch01.assert_close)" \
+        in status["patches_assert_close"]
     assert "forged report line(s) rejected" in status["forges_lines"]
     assert outside == "the grader's", "a write left the sandbox"
     assert "a write outside the working copy was refused" in status["writes_outside"]
