@@ -132,7 +132,8 @@ def sandbox_command(work: Path, hidden, read_only, uid) -> list[str]:
     cmd = [shutil.which("bwrap"), "--die-with-parent", "--new-session", "--unshare-net",
            "--unshare-pid", "--unshare-ipc", "--unshare-uts",
            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-           "--perms", "1777", "--tmpfs", "/tmp"]
+           "--perms", "1777", "--tmpfs", "/tmp",
+           "--perms", "1777", "--tmpfs", "/dev/shm"]     # MPI's shared memory (UCX)
     if os.geteuid() != 0:
         cmd.insert(1, "--unshare-user")
     emptied = [Path("/tmp")]

@@ -162,11 +162,30 @@ def table(results) -> str:
     return "\n".join(rows)
 
 
+def markdown(results) -> str:
+    """The report: the table, then each mutant with its verdict and the first
+    test that failed (or, for an equivalent one, why it cannot fail)."""
+    lines = ["# Mutants of the exercises", "",
+             "Written by `make mutants` (`python tools/mutation.py --markdown ...`), "
+             "without PyTorch: each mutant of `tools/mutants/*.json` applied alone to a "
+             "copy and run through what `make check EX=N.M` runs.", "", table(results), "",
+             "| exercise | mutant | verdict | first failing test, or why it is equivalent |",
+             "|---|---|---|---|"]
+    for r in results:
+        why = r["equivalent"] or r["detail"].replace("FAILED ", "")
+        lines.append(f"| {r['exercise']} | {r['name']}: {r['description']} | "
+                     f"{r['verdict']}{' (equivalent)' if r['equivalent'] else ''} | "
+                     f"{why.replace('|', '/')[:160]} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="make mutants", description=__doc__.split("\n")[0])
     parser.add_argument("--exercises", default=None,
                         help="1.13,4.3 (default: every exercise of the catalogue)")
     parser.add_argument("--json", default=None, help="write the results to this file")
+    parser.add_argument("--markdown", default=None,
+                        help="write the table and every mutant's verdict to this file")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per check run")
     args = parser.parse_args(argv)
     known = sorted({m["exercise"] for m in catalogue()}, key=exercises.sort_key)
@@ -178,6 +197,8 @@ def main(argv=None) -> int:
     print(table(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    if args.markdown:
+        Path(args.markdown).write_text(markdown(results), encoding="utf-8")
     survived = [r for r in results if r["verdict"] in ("survived", "invalid")
                 and not r["equivalent"]]
     wrong = [r for r in results if r["verdict"] == "killed" and r["equivalent"]]
