@@ -44,7 +44,6 @@ table.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import hmac
 import json
 import os

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tools import grade, grade_plugin, release
+from tools import grade, grade_plugin
 from tools.make_student import STUDENT_FILE, write_student_copy
 from tools.tests.course_copies import solve
 
