@@ -17,7 +17,7 @@ TEST_PATHS := tests tools/tests $(if $(NOTEBOOKS),notebooks)
 # --nbval-current-env: run notebooks in this venv's kernel, not a system one.
 PYTEST_ARGS := $(TEST_PATHS) --nbval-lax --nbval-current-env -q
 
-.PHONY: venv test demo bench test-gpu check-kernels notebooks jupyter clean check-python check student selftest grade figures
+.PHONY: venv test demo bench test-gpu check-kernels notebooks jupyter clean check-python check student selftest grade figures mutants
 
 venv: $(STAMP)
 
@@ -55,9 +55,12 @@ COURSE_ARGS := $(if $(TEST_CHAPTERS),--chapter $(TEST_CHAPTERS)) $(if $(EX),--ex
 test: venv
 	$(PY) -m pytest $(PYTEST_ARGS) $(COURSE_ARGS)
 
+# (the site's tests check the course website, not an exercise: left out, and so
+# are their "site extra is not installed" skips)
 check: venv
 	$(if $(EX),,$(error make check needs an exercise: make check EX=3.2))
-	$(PY) -m pytest tests -q --exercise $(EX) --whole-exercise $(ARGS)
+	@$(PY) tools/exercises.py --check '$(EX)'
+	$(PY) -m pytest tests -q --ignore=tests/site --exercise $(EX) --whole-exercise $(ARGS)
 
 # The student copy: DEST (default build/student); CHAPTERS=1-3 releases those
 # chapters' exercises (later chapters' answers are blanked too); FORCE=1 replaces
@@ -70,10 +73,13 @@ student: venv
 # Grade a class: SUBMISSIONS=dir/ (a student copy or a .bundle per student)
 # against RELEASE (default build/student); JOBS at once; OUT (build/grades);
 # EX=3.1,3.2 grades only those; MODE=fast runs only the tests marked with an
-# exercise, MODE=full every test of the graded chapters (chapters/TEACHING.md).
+# exercise, MODE=full every test of the graded chapters (chapters/TEACHING.md);
+# LIMIT seconds per student (600), TEST_LIMIT seconds per test (60), MEMORY GiB
+# per run (4).  Each submission runs in a bubblewrap sandbox
+# (apt-get install -y bubblewrap); without it make grade says so and grades anyway.
 grade: venv
 	$(if $(SUBMISSIONS),,$(error make grade needs SUBMISSIONS=folder/ with one student copy or .bundle per student))
-	$(PY) tools/grade.py --submissions $(SUBMISSIONS) $(if $(RELEASE),--release $(RELEASE)) $(if $(JOBS),--jobs $(JOBS)) $(if $(OUT),--out $(OUT)) $(if $(LIMIT),--limit $(LIMIT)) $(if $(EX),--exercises $(EX)) $(if $(MODE),--mode $(MODE))
+	$(PY) tools/grade.py --submissions $(SUBMISSIONS) $(if $(RELEASE),--release $(RELEASE)) $(if $(JOBS),--jobs $(JOBS)) $(if $(OUT),--out $(OUT)) $(if $(LIMIT),--limit $(LIMIT)) $(if $(TEST_LIMIT),--test-limit $(TEST_LIMIT)) $(if $(MEMORY),--memory $(MEMORY)) $(if $(EX),--exercises $(EX)) $(if $(MODE),--mode $(MODE))
 
 # The chapters' figures, drawn by code: tools/make_figures.py (figures of
 # chapters 01-03), tools/make_chapter_figures.py (one figure each of 04-06) and
@@ -82,6 +88,11 @@ figures: venv
 	$(PY) tools/make_figures.py
 	$(PY) tools/make_chapter_figures.py
 	$(PY) -m tools.figures
+
+# Plausible mistakes (tools/mutants/*.json) applied one at a time to a copy; each
+# must fail what `make check EX=N.M` runs (tools/mutation.py). EX=1.13,4.3: only those.
+mutants: venv
+	$(PY) tools/mutation.py $(if $(EX),--exercises $(EX))
 
 # Every exercise blanked in turn: its tests fail, earlier chapters still pass.
 selftest: venv

@@ -335,4 +335,8 @@ def test_unbroadcast_sums_to_the_exact_shape(grad_shape, shape):
 def test_unbroadcast_to_a_scalar_shape_gives_an_array():
     g = np.ones((2, 3), dtype=np.float32)
     out = minigrad.autograd.unbroadcast(g, ())
-    assert isinstance(out, np.ndarray) and out.shape == () and out.dtype == np.float32
+    assert isinstance(out, np.ndarray), (
+        f"unbroadcast(g, ()) returned a {type(out).__name__}, not a 0-d array: sum with "
+        "keepdims=True and then reshape, since a sum over every axis gives a NumPy scalar")
+    assert out.shape == () and out.dtype == np.float32, \
+        f"unbroadcast(g of float32, ()) gave shape {out.shape} and dtype {out.dtype}"

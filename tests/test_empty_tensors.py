@@ -25,11 +25,19 @@ def run_quietly(fn):
 
 
 @pytest.mark.parametrize("op", [F.softmax, F.log_softmax])
-def test_softmax_along_a_length_0_axis(torch, op, device):
+def test_softmax_along_a_length_0_axis(op, device):
+    """Empty in, empty out, silently (PyTorch gives shape (3, 0) too: checked
+    where it is installed)."""
     x = leaf(3, 0, device=device)
     out = run_quietly(lambda: op(x, axis=1))
-    ref = getattr(torch, op.__name__)(torch.zeros(3, 0, dtype=torch.float64), 1)
-    assert out.shape == tuple(ref.shape) == (3, 0)
+    assert out.shape == (3, 0)
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        ref = getattr(torch, op.__name__)(torch.zeros(3, 0, dtype=torch.float64), 1)
+        assert tuple(ref.shape) == (3, 0)
     run_quietly(lambda: out.sum().backward())
     assert x.grad.shape == (3, 0)
     assert op(leaf(0, 4, device=device), axis=1).shape == (0, 4)

@@ -248,9 +248,8 @@ def _of_exercise(item, chapter, wanted_ids, runs) -> bool:
     running a wanted exercise's code in that exercise's chapter or an earlier one."""
     if any(m.args and m.args[0] in wanted_ids for m in item.iter_markers("exercise")):
         return True
-    return chapter is not None and any(
-        ident in wanted_ids and chapter <= exercises.chapter_of(ident)
-        for ident in runs.get(item.nodeid, ()))
+    return any(ident in wanted_ids and counts_for(ident, chapter)
+               for ident in runs.get(item.nodeid, ()))
 
 
 def _hold_back_blocked(config, items, mapping, stubs_left):
@@ -321,17 +320,34 @@ _STUB_FAILURE_RE = re.compile(r"NotImplementedError: Exercise (\d+\.\d+) — |"
                               r"this needs Exercise (\d+\.\d+) — ")
 
 
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_EXCEPTION_LINE_RE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b:? ")
+
+
+def _plain(text: str) -> str:
+    """``text`` without terminal color codes (nbval colors its reports)."""
+    return _ANSI_RE.sub("", text)
+
+
 def _stub_in_failure(report):
     """The exercise id whose stub raised in this failed test, or None."""
-    text = str(report.longrepr) if report.longrepr is not None else ""
+    text = _plain(str(report.longrepr)) if report.longrepr is not None else ""
     found = [a or b for a, b in _STUB_FAILURE_RE.findall(text)]
     return found[-1] if found else None
 
 
 def _first_diagnostic(report) -> str:
-    """One line saying why a test failed: its crash message's first line."""
+    """One line saying why a test failed: its crash message's first line; for a
+    notebook cell (nbval's report has no crash message, only a colored "cell
+    execution failed"), the exception the cell raised, such as its "Your turn"
+    message."""
+    if ".ipynb" in report.nodeid:
+        full = _plain(str(report.longrepr or "")).splitlines()
+        raised = [line.strip() for line in full if _EXCEPTION_LINE_RE.match(line.strip())]
+        if raised:
+            return raised[-1][:300]
     crash = getattr(report.longrepr, "reprcrash", None)
-    text = crash.message if crash is not None else str(report.longrepr or "")
+    text = _plain(crash.message if crash is not None else str(report.longrepr or ""))
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[0] if lines else "failed"
 
@@ -357,9 +373,19 @@ def pytest_runtest_makereport(item, call):
             tests[item.nodeid] = (state, stub, message)
 
 
+def counts_for(ident: str, chapter) -> bool:
+    """Whether a test of ``chapter`` that runs exercise ``ident``'s code counts
+    in its verdict: when it belongs to the exercise's chapter or an earlier one.
+    ``make check``, this table and ``make grade`` share the rule, so an
+    exercise's verdict never depends on which later chapters are run with it
+    (a later chapter's test counts for that chapter's exercises)."""
+    return chapter is not None and chapter <= exercises.chapter_of(ident)
+
+
 def tests_by_exercise(collected: dict, mapping: dict | None) -> dict[str, set]:
     """Exercise id -> the tests that exercise it: those marked with it, and
-    those that run a line of its regions (tools/dependencies.json)."""
+    those of its chapter or an earlier one that run a line of its regions
+    (tools/dependencies.json; :func:`counts_for`)."""
     out: dict[str, set] = {}
     for nodeid, info in collected.items():
         for ident in info["exercises"]:
@@ -367,7 +393,8 @@ def tests_by_exercise(collected: dict, mapping: dict | None) -> dict[str, set]:
     for nodeid, ids in (mapping or {}).get("tests", {}).items():
         if nodeid in collected:
             for ident in ids:
-                out.setdefault(ident, set()).add(nodeid)
+                if counts_for(ident, collected[nodeid].get("chapter")):
+                    out.setdefault(ident, set()).add(nodeid)
     return out
 
 

@@ -57,7 +57,7 @@ EXERCISES = {
     "4.2": "splitting a batch into micro-batches",
     "4.3": "the accumulator's item-weighted backward",
     "4.4": "counting the window: step",
-    "4.5": "one update per window: divide once, clip, step, zero",
+    "4.5": "one update per window: divide once, clip",
     "5.1": "the short last window: flush",
     "5.2": "the mean over kept positions (token counts)",
     "5.3": "a non-finite window is skipped whole",
@@ -158,3 +158,29 @@ def parse_selection(text: str | None, known) -> list[str]:
             raise ValueError(f"CHAPTERS={text!r}: the range {part!r} is empty")
         chapters.update(range(low, high + 1))
     return [i for i in ids if chapter_of(i) in chapters]
+
+
+def main(argv=None) -> int:
+    """``python tools/exercises.py --check 3.2,3.3``: exit 2 at once, naming the
+    known ids of that chapter, when an id is not an exercise (``make check``
+    runs it before collecting thousands of tests)."""
+    import sys
+    args = sys.argv[1:] if argv is None else list(argv)
+    if len(args) != 2 or args[0] != "--check":
+        print("usage: python tools/exercises.py --check N.M[,N.M...]", file=sys.stderr)
+        return 2
+    wanted = [i.strip() for i in args[1].split(",") if i.strip()]
+    unknown = [i for i in wanted if i not in EXERCISES]
+    for ident in unknown:
+        match = ID_RE.match(ident)
+        same = sorted((i for i in EXERCISES if match and chapter_of(i) == int(match.group(1))),
+                      key=sort_key)
+        print(f"make check: EX={ident} is not an exercise; "
+              + (f"chapter {match.group(1)} has {', '.join(same)}" if same else
+                 "ids look like 3.2 (the chapters' exercises: tools/exercises.py)"),
+              file=sys.stderr)
+    return 2 if unknown or not wanted else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -47,6 +47,10 @@ class Report:
     updated: list[str] = field(default_factory=list)       # files replaced by the release's
     conflicts: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # files left as the student had them in a conflict: rel -> the old release's
+    # hash, which the copy's manifest keeps, so that the next update sees the
+    # conflict again instead of taking the student's file for the new release's
+    unresolved: dict = field(default_factory=dict)
 
     def text(self) -> str:
         self.kept = sorted(set(self.kept), key=_key)
@@ -204,6 +208,7 @@ def update(dest, *, root, chapters=None, now=None, answers=None) -> Report:
         _apply(dest, fresh, old, new, answers, report)
         for name in ("student.json", release.MANIFEST):
             _put(dest, fresh, name, report, count=False)
+        _keep_unresolved(dest, report)
     _exclude_backup(dest)
     if report.backup.exists():
         (report.backup / "report.txt").write_text(report.text() + "\n", encoding="utf-8")
@@ -254,6 +259,7 @@ def _apply(dest, fresh, old, new, answers, report):
             continue
         written = [a for a in by_path.get(rel, []) if a.lines is not None]
         if any(a.problem for a in by_path.get(rel, [])):
+            report.unresolved[rel] = base_hash
             continue                                           # reported above; left as is
         if base_hash == new_hash:                              # the release kept this file
             report.kept.extend(a.exercise for a in written)
@@ -271,6 +277,23 @@ def _apply(dest, fresh, old, new, answers, report):
         shutil.copy2(fresh / rel, incoming)
         report.conflicts.append(f"{rel}: both you and the release changed it; yours is "
                                 f"kept, the release's is in {incoming}")
+        report.unresolved[rel] = base_hash
+
+
+def _keep_unresolved(dest, report):
+    """In the copy's new manifest, a file left in conflict keeps the hash of the
+    release it was based on: until the student takes the new version, every
+    update reports it again (with the release's file in its backup)."""
+    if not report.unresolved:
+        return
+    manifest = release.read_manifest(dest)
+    for rel, base in report.unresolved.items():
+        if base is None:
+            manifest["files"].pop(rel, None)
+        else:
+            manifest["files"][rel] = base
+    (dest / release.MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False)
+                                         + "\n", encoding="utf-8")
 
 
 def _merge(dest, fresh, rel, answers, base_hash, report):

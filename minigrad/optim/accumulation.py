@@ -223,6 +223,13 @@ class GradientAccumulator:
         weight, mode = checks.check_backward(self, loss, num_items)
         if backend.is_cupy_array(loss.data):    # no wait for the GPU per micro-batch
             return backward_on_device(self, loss, weight, mode)
+        self._weighted_backward(loss, weight, mode)
+
+    def _weighted_backward(self, loss, weight, mode) -> None:
+        """Micro-batch j's backward, once the call is checked: back-propagate its
+        mean loss L_j seeded with n_j = ``weight`` (times the loss scale S when
+        there is a ``scaler``), so that ``.grad`` gains n_j·S·grad L_j, unless
+        n_j is 0 or L_j is inf or nan; then count it (``_count_micro_batch``)."""
         # BEGIN SOLUTION ch04.3
         value = float(loss.item())
         if weight != 0 and math.isfinite(value):
@@ -235,8 +242,12 @@ class GradientAccumulator:
         # END SOLUTION
 
     def _count_micro_batch(self, weight, mode, value) -> None:
-        """Count n_j and n_j·L_j, or mark the window non-finite (the end of every
-        micro-batch's backward, the pipeline stages' too)."""
+        """The end of every micro-batch's backward, the pipeline stages' too
+        (they call it after their own backward): when n_j = ``weight`` is not 0,
+        mark the window non-finite if L_j = ``value`` is inf or nan, else move
+        ``.grad`` into the window's buffer when there is one
+        (``self.buffer.add``), and add n_j·L_j to the window's loss sum; always
+        record ``mode`` and add n_j to the window's item total."""
         window = self.window
         # BEGIN SOLUTION ch04.3
         if weight != 0:                         # no items: nothing to add

@@ -10,7 +10,9 @@ kernels, once per micro-batch.  Here nothing is read back:
   ``n_j * L_j`` is added, and so does its non-finite flag (a 0-d bool
   array; ``xp.asarray`` keeps NumPy from unwrapping them into scalars);
 * the loss is back-propagated even when it is inf or nan, since that is not
-  known without waiting.  Its inf/nan gradient does no harm: the window's
+  known without waiting: the accumulator's own ``_weighted_backward`` runs
+  with the loss's ``item()`` taken as 0.0, and the loss itself is added here.
+  Its inf/nan gradient does no harm: the window's
   end (:meth:`Window.settle <minigrad.optim.accumulation_state.Window.settle>`,
   one transfer of both values) sees the flag and skips the window, which
   zeroes the gradients and the buffer, exactly as the CPU path skips it.
@@ -27,21 +29,33 @@ import numpy as np
 from .. import backend
 
 
+class _Unread:
+    """``loss`` as the accumulator's own backward sees it on the GPU: its
+    ``item()`` is 0.0 (a finite placeholder: the loss is not read, so it is
+    back-propagated even when it is inf or nan, and counted as 0); everything
+    else is the loss's."""
+
+    def __init__(self, loss):
+        self._loss = loss
+
+    def item(self):
+        return 0.0
+
+    def __getattr__(self, name):
+        return getattr(self._loss, name)
+
+
 def backward_on_device(acc, loss, weight, mode) -> None:
     """``acc.backward(loss, num_items)`` once checked (``weight``, ``mode``:
     from ``accumulation_checks.check_backward``), for a loss on any device,
-    without reading the loss on the host."""
-    xp = backend.get_array_module(loss.data)
-    window = acc.window
+    without reading the loss on the host: the accumulator's own weighted
+    backward and count run with the loss taken as 0.0, then the loss itself is
+    added to the window's sum, and its non-finite flag set, on the device."""
+    with np.errstate(invalid="ignore", over="ignore"):   # a nan loss: skipped at the end
+        acc._weighted_backward(_Unread(loss), weight, mode)
     if weight != 0:                         # no items: nothing to add, as on the CPU
-        scale = 1.0 if acc.scaler is None else acc.scaler.get_scale()
-        with np.errstate(invalid="ignore", over="ignore"):   # a nan loss: skipped at the end
-            loss.backward(xp.full(loss.shape, weight * scale, dtype=loss.dtype))
-        if acc.buffer is not None:
-            acc.buffer.add(acc.optimizer._params())
+        xp = backend.get_array_module(loss.data)
+        window = acc.window
         value = loss.data.astype(np.float64).reshape(())
         window.loss_sum = xp.asarray(window.loss_sum + np.float64(weight) * value)
         window.nonfinite = xp.asarray(xp.logical_or(window.nonfinite, ~xp.isfinite(value)))
-    window.mode = mode
-    window.item_total += weight
-    window.awaiting_step = True

@@ -218,3 +218,61 @@ def test_max_backward_over_other_axes(axis, keepdims):
     else:
         expected = np.array([[0.0, 3.0], [6.0, 0.0], [0.0, 3.0]])  # column 1: a tie of two
     assert_close(ga, expected, f"Max(axis={axis}, keepdims={keepdims}).backward")
+
+
+@pytest.mark.exercise("1.13")
+@pytest.mark.parametrize("axes", [(-1, 0, 1), (1, -1, 0), (-3, -1, -2)])
+def test_transpose_backward_with_negative_axes(axes):
+    a = rng(17).standard_normal((2, 3, 4))
+    out = a.transpose(axes)
+    g = rng(18).standard_normal(out.shape)
+    _, (ga,) = forward_backward(Transpose(axes), [a], g)
+    inverse = tuple(np.argsort([ax % 3 for ax in axes]))
+    assert_close(ga, g.transpose(inverse), f"Transpose({axes}).backward: a negative axis "
+                 "counts from the end (-1 is the last axis); normalize the axes (ax % ndim) "
+                 "before inverting the permutation")
+
+
+@pytest.mark.exercise("1.13")
+def test_permute_with_negative_axes_backpropagates_to_the_input_shape():
+    x = minigrad.tensor(rng(19).standard_normal((2, 3, 4)), requires_grad=True)
+    w = minigrad.tensor(rng(20).standard_normal((4, 2, 3)))
+    (x.permute(-1, 0, 1) * w).sum().backward()
+    assert_close(x.grad, w.numpy().transpose(1, 2, 0),
+                 "x.permute(-1, 0, 1): the gradient of x (shape (2, 3, 4))")
+
+
+@pytest.mark.exercise("1.11")
+def test_max_backward_sends_the_gradient_to_a_nan_maximum():
+    a = np.array([[1.0, np.nan, 3.0], [2.0, 5.0, 1.0]])
+    _, (ga,) = forward_backward(Max(axis=1), [a], np.array([2.0, 3.0]))
+    assert_close(ga, [[0.0, 2.0, 0.0], [0.0, 3.0, 0.0]], "Max(axis=1).backward with a nan "
+                 "in row 0", [(np.array([[0.0, 0.0, 0.0], [0.0, 3.0, 0.0]]),
+                               "the max of a row holding nan is nan, and the nan entry is "
+                               "the maximum: it takes the gradient (nan == nan is False, so "
+                               "test it with isnan)")])
+
+
+@pytest.mark.exercise("1.11")
+def test_max_backward_blocks_an_inf_gradient_with_exact_zeros():
+    a = np.array([[1.0, 3.0, 3.0], [4.0, 0.0, 1.0]])
+    with np.errstate(invalid="ignore"):
+        _, (ga,) = forward_backward(Max(axis=1), [a], np.array([np.inf, -np.inf]))
+    assert_close(ga, [[0.0, np.inf, np.inf], [-np.inf, 0.0, 0.0]],
+                 "Max(axis=1).backward with an infinite upstream gradient",
+                 [(np.array([[np.nan, np.inf, np.inf], [-np.inf, np.nan, np.nan]]),
+                   "an entry that is not the maximum gets exactly 0, but inf × 0 is nan: "
+                   "set the blocked entries to 0 (np.where) instead of multiplying")])
+
+
+@pytest.mark.exercise("1.14")
+@pytest.mark.parametrize("index", [np.array([0, 2, 0]), (slice(1, 3),)], ids=["repeated", "slice"])
+def test_getitem_backward_keeps_the_dtype(index):
+    fn = GetItem(index)
+    a = rng(21).standard_normal((4, 3)).astype(np.float32)
+    out = fn.forward(a)
+    ga = fn.backward(np.ones(out.shape, dtype=np.float32))
+    assert ga.dtype == np.float32, (
+        f"GetItem.backward returned a {ga.dtype} gradient for a float32 input: make the "
+        "buffer with the gradient's dtype (xp.zeros(shape, dtype=g.dtype)); a float32 "
+        "model must get float32 gradients")

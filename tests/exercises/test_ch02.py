@@ -243,3 +243,18 @@ def test_linear_backward_without_bias():
     assert len(grads) == 2, f"without a bias backward returns 2 gradients, got {len(grads)}"
     assert_close(grads[0], g @ w, "LinearFunction.backward without bias: dx")
     assert_close(grads[1], g.T @ x, "LinearFunction.backward without bias: dW")
+
+
+@pytest.mark.exercise("2.3")
+@pytest.mark.parametrize("shape, axis", [((3, 0), -1), ((0, 4), -1), ((0, 4), 0), ((2, 0, 3), 1)])
+def test_log_softmax_of_an_empty_array_is_empty_and_silent(shape, axis):
+    a = np.zeros(shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # log(0) of an empty row's sum warns
+        try:
+            got = log_softmax_array(a, axis=axis)
+        except (RuntimeWarning, ValueError) as e:
+            pytest.fail(f"log_softmax_array of an empty array of shape {shape} (axis={axis}) "
+                        f"raised {type(e).__name__}: {e}; an empty input has an empty "
+                        "log-softmax: return it (a copy) before reducing", pytrace=False)
+    assert got.shape == shape, f"log_softmax_array of shape {shape} gave shape {got.shape}"

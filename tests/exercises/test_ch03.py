@@ -168,3 +168,24 @@ def test_zero_grad():
     assert a.grad is not None and a.grad.data is held, \
         "zero_grad(set_to_none=False) fills the existing gradient array with zeros in place"
     assert_close(a.grad, np.zeros(3), "the gradient after zero_grad(set_to_none=False)")
+
+
+@pytest.mark.exercise("3.5")
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, math.inf])
+def test_clip_grad_norm_with_an_empty_gradient(norm_type):
+    empty, a = _param([]), _param([0.0, 0.0])
+    _set_grad(empty, [])
+    _set_grad(a, [3.0, -4.0])
+    expected = {2.0: 5.0, 1.0: 7.0, math.inf: 4.0}[norm_type]
+    try:
+        total = clip_grad_norm_([empty, a], max_norm=100.0, norm_type=norm_type)
+    except ValueError as e:
+        pytest.fail(f"clip_grad_norm_(norm_type={norm_type}) with an empty gradient raised "
+                    f"ValueError: {e}; an empty gradient adds nothing to the norm (skip "
+                    "it: the max of no entries does not exist)", pytrace=False)
+    assert total == pytest.approx(expected), \
+        f"the {norm_type}-norm of [] and [3, -4] is {expected}, got {total}"
+    other = _param([])
+    _set_grad(other, [])
+    assert clip_grad_norm_([empty, other], max_norm=1.0, norm_type=norm_type) == 0.0, \
+        "the norm of gradients that are all empty is 0.0"

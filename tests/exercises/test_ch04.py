@@ -120,3 +120,84 @@ def test_update_clips_the_window_gradient():
         f"last_grad_norm is {acc.last_grad_norm}; expected the norm of the window's mean " \
         f"gradient {norm:.4f} (clip after dividing by the item count)"
     assert_close(w, before - full * 0.5 / (norm + 1e-6), "the parameters after a clipped update")
+
+
+@pytest.mark.exercise("4.3")
+def test_accumulator_backward_multiplies_the_seed_by_the_loss_scale():
+    from minigrad.optim import GradScaler
+    w, w_plain = _model(), _model()
+    scaled = GradientAccumulator(SGD([w], lr=0.1), accumulation_steps=2,
+                                 scaler=GradScaler(init_scale=8.0))
+    plain = GradientAccumulator(SGD([w_plain], lr=0.1), accumulation_steps=2)
+    scaled.backward(_mean_loss(w, X[:5]), num_items=5)
+    expected = 8.0 * _grad_of_sum(w.numpy(), X[:5])
+    assert_close(w.grad, expected, "w.grad after backward(mean loss of 5 items, num_items=5) "
+                 "with a GradScaler of scale 8",
+                 [(expected / 8, "with a scaler, the seed is num_items × the loss scale "
+                                 "(scaler.get_scale()): the window's update unscales it")])
+    # The window's update unscales: the same step as without a scaler.
+    plain.backward(_mean_loss(w_plain, X[:5]), num_items=5)
+    for acc, p in ((scaled, w), (plain, w_plain)):
+        acc.step()
+        acc.backward(_mean_loss(p, X[5:]), num_items=3)
+        acc.step()
+    assert_close(w, w_plain.numpy(), "the parameters after a window with a GradScaler "
+                 "(scale 8) and without one", rtol=1e-12)
+
+
+@pytest.mark.exercise("4.3")
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_non_finite_loss_is_not_back_propagated_and_skips_the_window(bad):
+    w = _model()
+    before = w.numpy().copy()
+    acc = GradientAccumulator(SGD([w], lr=0.1), accumulation_steps=2)
+    acc.backward(_mean_loss(w, X[:2]), num_items=2)
+    acc.step()
+    after_first = w.grad.numpy().copy()
+    with np.errstate(invalid="ignore", over="ignore"):
+        acc.backward(_mean_loss(w, X[2:4]) * bad, num_items=2)
+    assert_close(w.grad, after_first, f"w.grad after backward of a {bad} loss",
+                 [(after_first * np.nan, "a non-finite loss is not back-propagated")])
+    with pytest.warns(RuntimeWarning, match="the window is skipped"):
+        updated = acc.step()
+    assert updated is False, \
+        f"a window holding a {bad} loss is skipped: its step() makes no update"
+    assert np.array_equal(w.numpy(), before), "a skipped window leaves the parameters alone"
+    assert acc.skipped_windows == 1, "the skipped window is counted in skipped_windows"
+
+
+@pytest.mark.exercise("4.3")
+def test_the_window_loss_is_the_item_weighted_mean():
+    w = _model()
+    acc = GradientAccumulator(SGD([w], lr=0.0), accumulation_steps=2)
+    losses = []
+    for rows in (X[:1], X[1:4]):
+        loss = _mean_loss(w, rows)
+        losses.append(loss.item())
+        acc.backward(loss, num_items=len(rows))
+        acc.step()
+    expected = (1 * losses[0] + 3 * losses[1]) / 4
+    assert acc.window_loss == pytest.approx(expected, rel=1e-12), \
+        f"window_loss is {acc.window_loss}; expected the item-weighted mean " \
+        f"(1·L1 + 3·L2) / 4 = {expected}" + (
+            " (that is the plain mean of the two losses: count n_j·L_j, not L_j)"
+            if acc.window_loss == pytest.approx(sum(losses) / 2) else "")
+
+
+@pytest.mark.exercise("4.3")
+def test_count_micro_batch_moves_the_gradient_into_the_buffer():
+    """``_count_micro_batch`` is called after a backward run elsewhere too (the
+    stages of chapter 11 run their own): it is the method that moves ``.grad``
+    into the window's buffer, and that counts the micro-batch."""
+    w = _model()
+    acc = GradientAccumulator(SGD([w], lr=0.1), accumulation_steps=2, compensated=True)
+    loss = _mean_loss(w, X[:3])
+    loss.backward(np.full((), 3.0))             # a backward of its own, seeded with n_j
+    grad = w.grad.numpy().copy()
+    acc._count_micro_batch(3, "items", loss.item())
+    assert w.grad is None, (
+        "after _count_micro_batch with a buffer (compensated=True), .grad must be moved "
+        "into it (self.buffer.add(self.optimizer._params())): _count_micro_batch, not "
+        "_weighted_backward, holds that line, since code of chapter 11 calls it alone")
+    assert_close(acc.buffer.sums[0], grad, "the buffer's sum after one micro-batch")
+    assert acc.window.item_total == 3 and acc.window.loss_sum == pytest.approx(3 * loss.item())

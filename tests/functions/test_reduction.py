@@ -167,6 +167,21 @@ def test_max_gradient_goes_to_nan_like_torch(torch):
     np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())   # [0, 1, 0]
 
 
+def test_max_gradient_goes_to_nan_and_ties_share_without_torch(float64):
+    """The two parity tests above with PyTorch's values written out: a nan is
+    the maximum and takes the gradient; tied maxima of amax share it evenly."""
+    x = minigrad.tensor([1.0, np.nan, 2.0], requires_grad=True)
+    x.max().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 1.0, 0.0])
+    x = minigrad.tensor([[1.0, 5.0, 5.0], [2.0, 2.0, 2.0]], requires_grad=True)
+    x.amax(dim=1).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[0, 0.5, 0.5], [1 / 3, 1 / 3, 1 / 3]],
+                               rtol=1e-15)
+    x.grad = None
+    x.min().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[1.0, 0, 0], [0, 0, 0]])
+
+
 def test_max_over_a_nonempty_axis_of_an_empty_tensor_is_empty():
     x = minigrad.zeros(0, 3)
     assert x.amax(dim=1).shape == (0,) and x.max(dim=1).values.shape == (0,)

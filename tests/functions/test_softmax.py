@@ -73,7 +73,7 @@ def test_minus_inf_logits_give_zero_probability_and_finite_gradients():
                                rtol=1e-15)
 
 
-def test_a_row_of_only_minus_inf_has_no_softmax(torch):
+def test_a_row_of_only_minus_inf_has_no_softmax():
     """Undefined (0/0): nan, as in PyTorch; the other rows are unaffected."""
     x = np.array([[-np.inf, -np.inf], [0.0, 0.0]])
     with np.errstate(invalid="ignore"):
@@ -81,6 +81,10 @@ def test_a_row_of_only_minus_inf_has_no_softmax(torch):
         lp = minigrad.tensor(x).log_softmax(axis=1).numpy()
     assert np.isnan(p[0]).all() and np.isnan(lp[0]).all()
     np.testing.assert_array_equal(p[1], [0.5, 0.5])
+
+
+def test_a_row_of_only_minus_inf_is_nan_in_torch_too(torch):
+    x = np.array([[-np.inf, -np.inf], [0.0, 0.0]])
     assert torch.isnan(torch.softmax(torch.tensor(x), dim=1)[0]).all()
 
 
@@ -102,6 +106,20 @@ def test_parity_with_torch(name, axis, torch, device):
     x = np.random.default_rng(6).standard_normal((3, 4, 5)) * 4
     compare_with_torch(torch, lambda t: getattr(t, name)(axis=axis),
                        lambda t: getattr(torch, name)(t, dim=axis), [x], device=device)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_the_formula_and_finite_differences_without_torch(name, axis, float64):
+    """test_parity_with_torch's cases where PyTorch is not installed: the
+    forward against the formula in float64, the backward by finite differences."""
+    x = np.random.default_rng(6).standard_normal((3, 4, 5)) * 4
+    z = x - x.max(axis=axis, keepdims=True)
+    log_sum = np.log(np.exp(z).sum(axis=axis, keepdims=True))
+    want = np.exp(z - log_sum) if name == "softmax" else z - log_sum
+    got = getattr(minigrad.tensor(x), name)(axis=axis).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    assert check_gradients(lambda t: getattr(t, name)(axis=axis), [x[:2, :3, :2]])
 
 
 def test_parity_with_torch_for_minus_inf(torch):

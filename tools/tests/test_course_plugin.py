@@ -208,3 +208,80 @@ def test_a_chapter_that_does_not_exist_is_an_error_naming_the_chapters(tmp_path)
                           capture_output=True, text=True)
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert "CHAPTER=15: there is no such chapter; the chapters are 0-14" in proc.stderr
+
+
+def test_a_later_chapters_test_does_not_change_an_exercises_verdict(tmp_path):
+    """A chapter-2 test that runs 1.1's code and fails counts for chapter 2's
+    exercises, not for 1.1: 1.1's row passes whether chapter 2 runs with it or
+    not, in make test's table as in make check and in make grade's log
+    (tools/grade_plugin.py), so no verdict depends on what is graded with it."""
+    tree = _tiny_tree(tmp_path, '''
+        import pytest
+
+        @pytest.mark.exercise("1.1")
+        def test_add():
+            assert 1 + 1 == 2
+    ''', {"tests/test_y.py::test_later": ["1.1", "2.1"]})
+    (tree / "tests" / "chapters.py").write_text(
+        'PATHS = {"tests/": 1, "tests/test_y.py": 2}\nTESTS = {}\n')
+    (tree / "tests" / "test_y.py").write_text(
+        "def test_later():\n    raise AssertionError('2.1 is wrong')\n")
+    rows = {}
+    for chapters in ("1", "1-2"):
+        code, out = _run(tree, "--chapter", chapters)
+        rows[chapters] = next(line for line in out.splitlines() if line.startswith("1.1 "))
+        assert "passed" in rows[chapters], out
+    code, out = _run(tree, "--chapter", "1-2")
+    assert "failing: tests/test_y.py::test_later" in next(
+        line for line in out.splitlines() if line.startswith("2.1 ")), out
+    log = tmp_path / "grade.jsonl"
+    _run(tree, "--chapter", "1-2", "-p", "tools.grade_plugin", "--grade-log", str(log))
+    import json
+    collected = {t["nodeid"]: t["exercises"] for t in
+                 json.loads(log.read_text().splitlines()[0])["collected"]}
+    assert collected["tests/test_y.py::test_later"] == ["2.1"], collected
+
+
+def test_a_notebook_cells_failure_is_named_by_its_exception_without_color_codes():
+    from types import SimpleNamespace
+
+    from tools.course_plugin import _first_diagnostic, _stub_in_failure
+    text = ("\x1b[91mNotebook cell execution failed\x1b[0m\n\x1b[94mCell 4: Cell execution "
+            "caused an exception\n\x1b[31mNotImplementedError\x1b[39m: Your turn nb01.1: "
+            "write it; expected a float\n")
+    report = SimpleNamespace(nodeid="notebooks/01_autograd.ipynb::Cell 4", longrepr=text)
+    assert _first_diagnostic(report) == \
+        "NotImplementedError: Your turn nb01.1: write it; expected a float"
+    stub = SimpleNamespace(nodeid="notebooks/01_autograd.ipynb::Cell 1", longrepr=(
+        "\x1b[31mNotImplementedError\x1b[39m: Exercise 1.8 — the topological order: see"))
+    assert _stub_in_failure(stub) == "1.8"
+
+
+def test_an_error_in_a_fixture_counts_under_the_exercise_of_its_tests(tmp_path):
+    """A test that errors (in its fixture, before it runs) fails its exercise's
+    row like a failure, with the fixture's message; so does a module fixture's
+    error for every test that uses it."""
+    tree = _tiny_tree(tmp_path, '''
+        import pytest
+
+        @pytest.fixture(scope="module")
+        def run():
+            raise RuntimeError("the worker run failed")
+
+        @pytest.mark.exercise("1.1")
+        def test_add():
+            assert 1 + 1 == 2
+
+        def test_uses_the_run(run):
+            pass
+
+        def test_uses_it_too(run):
+            pass
+    ''', {"tests/test_x.py::test_uses_the_run": ["1.1"],
+          "tests/test_x.py::test_uses_it_too": ["1.2"]})
+    code, out = _run(tree)
+    assert code == 1, out
+    rows = {line.split()[0]: line for line in out.splitlines() if line[:3] in ("1.1", "1.2")}
+    assert "1/2  failing: tests/test_x.py::test_uses_the_run: RuntimeError: the worker run " \
+        "failed" in rows["1.1"], out
+    assert "0/1  failing" in rows["1.2"], out

@@ -126,6 +126,10 @@ def test_update_keeps_the_answers_and_reports_conflicts(tmp_path):
     source.write_text(text, encoding="utf-8")
     fixed_test = ref / "tests/exercises/test_ch01.py"
     fixed_test.write_text(fixed_test.read_text(encoding="utf-8") + "\n# corrected\n")
+    ref_notebook = ref / "notebooks" / notebook.name        # the student changed it too
+    ref_notebook.write_text(ref_notebook.read_text(encoding="utf-8").replace(
+        '"cells": [', '"cells": [{"cell_type": "markdown", "metadata": {}, '
+        '"source": "corrected"},', 1), encoding="utf-8")
     _git(ref, "commit", "-qam", "corrections")
 
     report = update_student.update(copy, root=ref, chapters="1-4")
@@ -155,10 +159,19 @@ def test_update_keeps_the_answers_and_reports_conflicts(tmp_path):
                          env={"PYTHONPATH": str(copy), "PATH": ""}, capture_output=True,
                          text=True)
     assert run.returncode == 0, run.stdout[-2000:]
-    # A second update changes nothing and loses nothing.
-    again = update_student.update(copy, root=ref, chapters="1-4")
+    conflict = f"notebooks/{notebook.name}: both you and the release changed it"
+    assert any(c.startswith(conflict) for c in report.conflicts), text
+    # A second update changes nothing and loses nothing, and the unresolved
+    # conflict is reported again, with the release's notebook in its backup.
+    again = update_student.update(copy, root=ref, chapters="1-4",
+                                  now=__import__("datetime").datetime(2030, 1, 1))
     assert mul_answer in (copy / "minigrad/functions/elementwise.py").read_text()
     assert not any("1.2" in c for c in again.conflicts)
+    assert any(c.startswith(conflict) for c in again.conflicts), again.text()
+    assert '"source": "corrected"' in (again.backup / "incoming" / "notebooks" /
+                                       notebook.name).read_text(encoding="utf-8")
+    assert '"source": "mine"' in notebook.read_text(encoding="utf-8")
+    assert release.check_manifest(copy) == []
 
 
 def test_an_answer_whose_surroundings_were_edited_is_a_conflict_not_a_loss(tmp_path):
@@ -221,7 +234,8 @@ def test_grade_a_class(tmp_path):
     assert set(rows) == {"full", "looping", "tampered"}
     assert (rows["full"]["1.2"], rows["full"]["1.4"], rows["full"]["total"]) == ("1", "1", "2")
     assert (rows["looping"]["1.2"], rows["looping"]["1.4"]) == ("1", "0")
-    assert rows["looping"]["status"] == "graded"
+    assert rows["looping"]["status"] == ("graded; time limit per test in 1 test(s): "
+                                         "tests/exercises/test_ch01.py::test_exp_backward")
     # 1.2 is wrong and its test was edited to pass: the release's test fails it,
     # and 1.4 too, whose region that test also runs (the map).
     assert (rows["tampered"]["1.2"], rows["tampered"]["1.4"]) == ("0", "0")
