@@ -61,14 +61,14 @@ class ScaledDotProductAttention(Function):
         self.return_weights = return_weights
 
     def forward(self, q, k, v, additive_mask=None):
-        xp = get_array_module(q)
         self.mask_shape = None if additive_mask is None else additive_mask.shape
-        scores = (q @ _swap(k)) * self.scale
+        scores = q @ _swap(k)
+        scores *= self.scale                    # scores is a fresh array: in place
         if additive_mask is not None:
-            scores = scores + additive_mask
+            scores = scores + additive_mask     # may broadcast to a larger shape
         if self.bool_mask is not None:
-            scores = xp.where(self.bool_mask, scores, -xp.inf)
-        self.weights = _softmax_rows(scores)
+            _fill_where_not(scores, self.bool_mask, -np.inf)
+        self.weights = _softmax_rows(scores)    # overwrites scores, not needed again
         weights = self.weights if self.drop_mask is None else self.weights * self.drop_mask
         out = weights @ v
         self.q, self.k, self.v, self.dropped = q, k, v, weights
@@ -82,12 +82,14 @@ class ScaledDotProductAttention(Function):
         g_v = _swap(self.dropped) @ g_out
         g_w = g_out @ _swap(v)
         if g_weights is not None:
-            g_w = g_w + g_weights
+            g_w += g_weights
         if self.drop_mask is not None:
-            g_w = g_w * self.drop_mask
-        g_scores = w * (g_w - (g_w * w).sum(axis=-1, keepdims=True))
-        g_q = (g_scores @ k) * self.scale
-        g_k = (_swap(g_scores) @ q) * self.scale
+            g_w *= self.drop_mask
+        g_scores = _softmax_rows_backward(g_w, w)   # overwrites g_w
+        g_q = g_scores @ k
+        g_q *= self.scale
+        g_k = _swap(g_scores) @ q
+        g_k *= self.scale
         grads = (unbroadcast(g_q, q.shape), unbroadcast(g_k, k.shape),
                  unbroadcast(g_v, v.shape))
         if self.mask_shape is not None:
@@ -106,13 +108,36 @@ def causal_mask(L, S, xp=np):
 
 def _softmax_rows(scores):
     """softmax over the last axis; a row whose entries are all -inf (a query
-    that may attend to nothing) gets weights 0, as PyTorch's SDPA gives."""
+    that may attend to nothing) gets weights 0, as PyTorch's SDPA gives.
+
+    Overwrites ``scores`` with the result (the caller's fresh array, not needed
+    again): ``exp(scores - top) / total`` computed in place, where the one-line
+    form allocates three arrays of the scores' size, (B, H, T, T), the largest
+    of an attention layer."""
     xp = get_array_module(scores)
     top = scores.max(axis=-1, keepdims=True)
     top = xp.where(xp.isfinite(top), top, 0)
-    e = xp.exp(scores - top)
+    scores -= top
+    e = xp.exp(scores, out=scores)
     total = e.sum(axis=-1, keepdims=True)
-    return e / xp.where(total > 0, total, 1)
+    e /= xp.where(total > 0, total, 1)
+    return e
+
+
+def _softmax_rows_backward(g_w, w):
+    """The softmax's backward row by row, w ⊙ (g_w - Σ_j g_w ⊙ w), written into
+    ``g_w`` (a fresh product of backward): one temporary of the weights' size
+    instead of three."""
+    dot = g_w * w
+    g_w -= dot.sum(axis=-1, keepdims=True)
+    g_w *= w
+    return g_w
+
+
+def _fill_where_not(a, keep, value):
+    """a[~keep] = value in place, ``keep`` (bool) broadcast against ``a``: the
+    masked scores without the copy that ``where(keep, a, value)`` makes."""
+    get_array_module(a).copyto(a, value, where=~keep)
 
 
 class MaskedFill(Function):

@@ -68,6 +68,35 @@ def moments(x, axes):
     return mean, (centered * centered).mean(axis=axes, keepdims=True)
 
 
+def centered_moments(x, axes):
+    """(x - μ, σ²) over ``axes``: :func:`moments` keeping its ``x - μ`` (a fresh
+    array, float32 for a float16 x), which layer normalization scales into x̂
+    instead of subtracting μ a second time.  The same numbers as
+    ``x - moments(x, axes)[0]`` and ``moments(x, axes)[1]``."""
+    if any(x.shape[a] == 0 for a in axes):
+        mean, var = moments(x, axes)
+        return x - mean, var
+    if x.dtype.kind == "f" and x.dtype.itemsize < 4:
+        x = x.astype(np.float32)                   # as moments: float16 in float32
+    centered = x - x.mean(axis=axes, keepdims=True)
+    return centered, (centered * centered).mean(axis=axes, keepdims=True)
+
+
+def normalized_grad_into(dxhat, xhat, inv_std, axes):
+    """:func:`normalized_grad`, computed in ``dxhat``'s own memory (which it
+    overwrites: pass a fresh array).  What it saves: the one-line formula
+    allocates four arrays of x's size; this allocates one."""
+    if dxhat.size == 0:
+        return dxhat
+    mean_d = dxhat.mean(axis=axes, keepdims=True)
+    scratch = dxhat * xhat
+    mean_dx = scratch.mean(axis=axes, keepdims=True)
+    dxhat -= mean_d
+    dxhat -= get_array_module(xhat).multiply(xhat, mean_dx, out=scratch)
+    dxhat *= inv_std
+    return dxhat
+
+
 def _affine_grads(g, xhat, param_axes, param_shape, needs):
     """dγ = Σ g·x̂ and dβ = Σ g over ``param_axes``, reshaped to the parameter's shape."""
     dweight = (g * xhat).sum(axis=param_axes).reshape(param_shape) if needs[1] else None
@@ -157,9 +186,10 @@ class LayerNorm(Function):
     def forward(self, x, weight=None, bias=None):
         xp = get_array_module(x)
         self.axes = tuple(range(x.ndim - self.normalized_ndim, x.ndim))
-        mean, var = moments(x, self.axes)
+        centered, var = centered_moments(x, self.axes)
         inv_std = 1.0 / xp.sqrt(var + self.eps)
-        self.xhat = ((x - mean) * inv_std).astype(x.dtype, copy=False)
+        centered *= inv_std                         # x̂ = (x - μ)/σ, in place
+        self.xhat = centered.astype(x.dtype, copy=False)
         self.inv_std = inv_std.astype(x.dtype, copy=False)
         if weight is None:
             return self.xhat
@@ -168,12 +198,15 @@ class LayerNorm(Function):
 
     def backward(self, g):
         needs = self.needs_input_grad
-        dxhat = g if len(needs) == 1 else g * self.weight
-        dx = normalized_grad(dxhat, self.xhat, self.inv_std, self.axes) if needs[0] else None
         if len(needs) == 1:
-            return dx
+            return normalized_grad(g, self.xhat, self.inv_std, self.axes)
         leading = tuple(range(g.ndim - self.normalized_ndim))
-        return (dx,) + _affine_grads(g, self.xhat, leading, self.weight.shape, needs)
+        dweight, dbias = _affine_grads(g, self.xhat, leading, self.weight.shape, needs)
+        dx = None
+        if needs[0]:
+            dxhat = g * self.weight                 # a fresh array: overwritten below
+            dx = normalized_grad_into(dxhat, self.xhat, self.inv_std, self.axes)
+        return dx, dweight, dbias
 
 
 class GroupNorm(Function):
