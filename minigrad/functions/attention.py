@@ -62,9 +62,9 @@ class ScaledDotProductAttention(Function):
 
     def forward(self, q, k, v, additive_mask=None):
         self.mask_shape = None if additive_mask is None else additive_mask.shape
-        q, k, v = _contiguous(q), _contiguous(k), _contiguous(v)
+        k, v = _contiguous(k), _contiguous(v)
+        q = q * self.scale                      # (Q·scale) Kᵀ: scaled where it is small
         scores = q @ _contiguous(_swap(k))
-        scores *= self.scale                    # scores is a fresh array: in place
         if additive_mask is not None:
             scores = scores + additive_mask     # may broadcast to a larger shape
         if self.bool_mask is not None:
@@ -90,8 +90,7 @@ class ScaledDotProductAttention(Function):
         g_scores = _softmax_rows_backward(g_w, w)   # overwrites g_w
         g_q = g_scores @ k
         g_q *= self.scale
-        g_k = _swap(g_scores) @ q
-        g_k *= self.scale
+        g_k = _swap(g_scores) @ q               # q holds Q·scale
         grads = (unbroadcast(g_q, q.shape), unbroadcast(g_k, k.shape),
                  unbroadcast(g_v, v.shape))
         if self.mask_shape is not None:
@@ -121,19 +120,29 @@ def _softmax_rows(scores):
     top = xp.where(xp.isfinite(top), top, 0)
     scores -= top
     e = xp.exp(scores, out=scores)
-    total = e.sum(axis=-1, keepdims=True)
+    total = _row_sums(e)
     e /= xp.where(total > 0, total, 1)
     return e
 
 
 def _softmax_rows_backward(g_w, w):
     """The softmax's backward row by row, w ⊙ (g_w - Σ_j g_w ⊙ w), written into
-    ``g_w`` (a fresh product of backward): one temporary of the weights' size
-    instead of three."""
-    dot = g_w * w
-    g_w -= dot.sum(axis=-1, keepdims=True)
+    ``g_w`` (a fresh product of backward): no temporary of the weights' size,
+    where the one-line form allocates three."""
+    g_w -= _row_sums(g_w, w)
     g_w *= w
     return g_w
+
+
+def _row_sums(a, b=None):
+    """Σ_j a[..., j] (times b[..., j] when given), keepdims, as one einsum.
+    What it saves: NumPy's reduction along the short contiguous last axis
+    runs at a third of einsum's speed, and ``(a * b).sum(-1)`` needs an
+    array of a's size for the product; the sum's order differs from
+    ``sum``'s, so the last bit may too."""
+    xp = get_array_module(a)
+    sums = xp.einsum("...j->...", a) if b is None else xp.einsum("...j,...j->...", a, b)
+    return sums[..., None]
 
 
 def _contiguous(a):
