@@ -116,12 +116,12 @@ def _softmax_rows(scores):
     form allocates three arrays of the scores' size, (B, H, T, T), the largest
     of an attention layer."""
     xp = get_array_module(scores)
-    top = scores.max(axis=-1, keepdims=True)
+    top = _row_max(scores)
     top = xp.where(xp.isfinite(top), top, 0)
     scores -= top
     e = xp.exp(scores, out=scores)
     total = _row_sums(e)
-    e /= xp.where(total > 0, total, 1)
+    e /= xp.where(total == 0, 1, total)          # a NaN total stays NaN
     return e
 
 
@@ -132,6 +132,16 @@ def _softmax_rows_backward(g_w, w):
     g_w -= _row_sums(g_w, w)
     g_w *= w
     return g_w
+
+
+def _row_max(a):
+    """max over the last axis, keepdims.  On the CPU ``fmax.reduce``, which
+    skips NaN and runs about a quarter faster than ``max``; a row holding a
+    NaN still gives NaN weights, since the NaN goes through the exp."""
+    xp = get_array_module(a)
+    if xp is np:
+        return np.fmax.reduce(a, axis=-1, keepdims=True)
+    return a.max(axis=-1, keepdims=True)
 
 
 def _row_sums(a, b=None):
