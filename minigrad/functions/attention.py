@@ -68,7 +68,7 @@ class ScaledDotProductAttention(Function):
         if additive_mask is not None:
             scores = scores + additive_mask     # may broadcast to a larger shape
         if self.bool_mask is not None:
-            _fill_where_not(scores, self.bool_mask, -np.inf)
+            scores = _fill_where_not(scores, self.bool_mask, -np.inf)
         self.weights = _softmax_rows(scores)    # overwrites scores, not needed again
         weights = self.weights if self.drop_mask is None else self.weights * self.drop_mask
         out = weights @ v
@@ -169,9 +169,14 @@ def _contiguous(a):
 
 
 def _fill_where_not(a, keep, value):
-    """a[~keep] = value in place, ``keep`` (bool) broadcast against ``a``: the
-    masked scores without the copy that ``where(keep, a, value)`` makes."""
-    get_array_module(a).copyto(a, value, where=~keep)
+    """``where(keep, a, value)`` (``keep`` bool), written into ``a`` when ``keep``
+    broadcasts to a's shape: the masked scores without a copy of them.  A
+    mask with more leading axes than ``a`` gives a new, larger array."""
+    xp = get_array_module(a)
+    if np.broadcast_shapes(tuple(keep.shape), a.shape) != a.shape:
+        return xp.where(keep, a, value)
+    xp.copyto(a, value, where=~keep)
+    return a
 
 
 class MaskedFill(Function):

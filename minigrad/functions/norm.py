@@ -105,9 +105,10 @@ def normalized_grad_into(dxhat, xhat, inv_std, axes):
 
 def _trailing_rows(a, axes):
     """``a`` as (rows, m) with the ``axes`` (trailing, all of them) as m, or
-    None when they are not the trailing axes or ``a`` is not C-contiguous."""
+    None when they are not the trailing axes, ``a`` is not C-contiguous, or
+    not float32/float64 (einsum sums float16 in float16, ``mean`` does not)."""
     if axes != tuple(range(a.ndim - len(axes), a.ndim)) or not a.flags.c_contiguous \
-            or a.dtype.kind != "f":
+            or a.dtype.kind != "f" or a.dtype.itemsize < 4:
         return None
     return a.reshape(-1, _prod(a.shape[a.ndim - len(axes):]))
 
