@@ -26,14 +26,14 @@ class LinearFunction(Function):
         y = as_rows(x) @ weight.T   # (rows, in) @ (in, out)
         if bias is not None:
             y += bias               # y is a fresh array: add in place
-        return y if x.ndim == 2 else y.reshape(x.shape[:-1] + y.shape[-1:])
+        return from_rows(y, x.shape[:-1] + y.shape[-1:])
 
     def backward(self, g):
         # BEGIN SOLUTION ch02.7
         x, weight = self.x, self.weight
         need = self.needs_input_grad
         g2, x2 = as_rows(g), as_rows(x)        # (rows, out), (rows, in)
-        gx = (g2 @ weight).reshape(x.shape) if need[0] else None
+        gx = from_rows(g2 @ weight, x.shape) if need[0] else None
         gw = (g2.T @ x2) if need[1] else None
         gb = g2.sum(axis=0) if len(need) == 3 and need[2] else None
         return (gx, gw, gb) if len(need) == 3 else (gx, gw)
@@ -51,6 +51,12 @@ def as_rows(a):
     the weight gradient's product would have needed anyway.
     """
     return a if a.ndim == 2 else a.reshape(-1, a.shape[-1])
+
+
+def from_rows(a, shape):
+    """(rows, n) back to ``shape`` (*, n); ``a`` itself when it has that shape
+    already (a 2-D input), so that a fresh gradient stays one array, not a view."""
+    return a if a.shape == shape else a.reshape(shape)
 
 
 def _shape_error(x, weight) -> ValueError:
