@@ -1,14 +1,22 @@
 """A training step of the GPT: minigrad against the same model in PyTorch, CPU, one thread.
 
 The step: forward of a batch of next-character windows, cross-entropy over
-every position, zero the gradients, backward, one AdamW update, in float32.
-Both frameworks start from the same weights (minigrad's, copied into the
-PyTorch model module for module) and the first step's loss is checked to
-agree, so the same computation is timed.  PyTorch gets one thread
-(``torch.set_num_threads(1)``), NumPy one BLAS thread; the steps are timed in
-turn, repeat after repeat, in CPU time (benchmarks/common.py).  Reported: the
-time per step, the ratio minigrad / PyTorch (the goal is <= 1.3) and tokens
-per second.
+every position, zero the gradients, backward, one AdamW update.  PyTorch runs
+nanoGPT's ``model.py`` structure written out below with ``torch.nn``
+(:func:`torch_gpt`, module for module, the same parameter names, the tanh
+GELU); both start from the same weights (minigrad's, copied) and the first
+step's losses are checked to agree, so the same computation is timed.
+PyTorch gets one thread (``torch.set_num_threads(1)``), NumPy one BLAS
+thread.  The two steps alternate, repeat after repeat, each read in CPU time
+(:func:`common.paired_ratios`); the reported ratio is the *median of the
+paired ratios* minigrad / PyTorch, which cancels a slow patch of a shared
+machine that hits both steps of a pair alike.
+
+The configurations (:data:`CONFIGS`): 4 layers with 4 heads, width 64,
+context 64, and 4 layers with 8 heads, width 256, context 128, each at batch
+1 and 16 in float32 and at batch 16 in float64.  The goal is a ratio of at
+most :data:`GOAL` in every row.  The ratios are also written to
+``benchmarks/results/gpt_step.json`` with the machine and the versions.
 
 A second table measures memory: the peak bytes of one window of 16
 prompt/completion pairs (padded to the context, 64 tokens) on the shipped
@@ -19,10 +27,13 @@ activations in float32 (:func:`minigrad.memory_planner.transformer_activation_by
 Korthikanti et al.'s formula, and with checkpointing the peak of one recomputed
 block's backward) plus the gradients.
 
-Run:  python benchmarks/bench_gpt.py [--quick]
+Run:  python benchmarks/bench_gpt.py [--quick] [--no-memory]
 """
 from __future__ import annotations
 
+import json
+import os
+import platform
 import sys
 
 try:
@@ -37,15 +48,26 @@ from minigrad import optim  # noqa: E402
 from minigrad.models import GPT, GPTConfig  # noqa: E402
 from minigrad.models.gpt import lm_loss  # noqa: E402
 
-#: The pre-training configuration of ``python -m minigrad pretrain``.
-CONFIG = GPTConfig(vocab_size=65, block_size=64, n_layer=4, n_head=4, n_embd=128)
-BATCH = 32
-GOAL = 1.3
+SMALL = GPTConfig(vocab_size=65, block_size=64, n_layer=4, n_head=4, n_embd=64)
+LARGE = GPTConfig(vocab_size=65, block_size=128, n_layer=4, n_head=8, n_embd=256)
+#: (label, config, dtype, batch, repeats): the rows of the table.
+CONFIGS = [
+    ("width 64", SMALL, "float32", 1, 41),
+    ("width 64", SMALL, "float32", 16, 21),
+    ("width 256", LARGE, "float32", 1, 31),
+    ("width 256", LARGE, "float32", 16, 11),
+    ("width 64", SMALL, "float64", 16, 21),
+    ("width 256", LARGE, "float64", 16, 11),
+]
+GOAL = 1.15
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
+                       "gpt_step.json")
 
 
 def torch_gpt(torch, config):
     """The GPT of :mod:`minigrad.models.gpt` written in PyTorch, module for module
-    (nanoGPT's layout, the same parameter names), in float32."""
+    (nanoGPT's ``model.py`` layout, the same parameter names), in float32;
+    ``.to(torch.float64)`` for float64."""
     nn, F = torch.nn, torch.nn.functional
 
     class Attention(nn.Module):
@@ -106,15 +128,22 @@ def copy_weights(torch, model, ref):
     ref.lm_head.weight = ref.wte.weight
 
 
-def bench(config, batch, repeats):
-    """Median CPU seconds per training step of each framework."""
+def bench(config, dtype, batch, repeats, warmup=2):
+    """Time minigrad's and PyTorch's training step in turn; returns
+    :func:`common.paired_ratios`'s dict (``ratio``: the median of the paired
+    ratios minigrad / PyTorch, ``median_s``: each one's median CPU seconds)."""
     import torch  # noqa: PLC0415
     torch.set_num_threads(1)
     rng = common.seed_all(0)
     data = rng.integers(0, config.vocab_size, (batch, config.block_size + 1))
     x, y = data[:, :-1], data[:, 1:]
-    model = GPT(config)
-    ref = torch_gpt(torch, config)
+    default = minigrad.get_default_dtype()
+    minigrad.set_default_dtype(np.dtype(dtype))
+    try:
+        model = GPT(config)
+    finally:
+        minigrad.set_default_dtype(default)
+    ref = torch_gpt(torch, config).to(getattr(torch, dtype))
     copy_weights(torch, model, ref)
     opt = optim.AdamW(model.parameters(), lr=1e-3)
     ref_opt = torch.optim.AdamW(ref.parameters(), lr=1e-3)
@@ -136,11 +165,56 @@ def bench(config, batch, repeats):
         ref_opt.step()
         losses.setdefault("pytorch", loss.item())
 
-    times = common.interleaved_median({"minigrad": step_minigrad, "pytorch": step_torch},
-                                      repeats=repeats, warmup=0)
+    result = common.paired_ratios(step_minigrad, step_torch, repeats=repeats, warmup=warmup)
     if abs(losses["minigrad"] - losses["pytorch"]) > 1e-4 * abs(losses["pytorch"]):
         raise AssertionError(f"first-step losses differ: {losses}")
-    return times
+    return result
+
+
+def time_table(quick=False):
+    """Every configuration of :data:`CONFIGS`: print the table, return the rows."""
+    rows = []
+    for label, config, dtype, batch, repeats in CONFIGS:
+        r = bench(config, dtype, batch, repeats=max(5, repeats // 4) if quick else repeats)
+        tokens = batch * config.block_size
+        rows.append({"model": f"{config.n_layer} layers, {config.n_head} heads, {label}, "
+                              f"context {config.block_size}",
+                     "dtype": dtype, "batch": batch, "repeats": r["repeats"],
+                     "minigrad_ms": 1e3 * r["median_s"][0],
+                     "pytorch_ms": 1e3 * r["median_s"][1],
+                     "tokens_per_s": tokens / r["median_s"][0],
+                     "ratio": r["ratio"], "ratio_quartiles": r["ratio_quartiles"],
+                     "floor": GOAL, "ok": r["ratio"] <= GOAL})
+    common.print_table(
+        "GPT training step (forward, backward, AdamW), CPU, one thread each, CPU time; "
+        "ratio: median of the paired ratios minigrad / PyTorch",
+        ["model", "dtype", "batch", "minigrad ms", "PyTorch ms", "ratio", "quartiles",
+         f"<= {GOAL}"],
+        [[r["model"], r["dtype"], r["batch"], r["minigrad_ms"], r["pytorch_ms"], r["ratio"],
+          "{:.2f}-{:.2f}".format(*r["ratio_quartiles"]), r["ok"]] for r in rows])
+    return rows
+
+
+def machine() -> dict:
+    """What the numbers were measured on: CPU, cores, Python, NumPy, PyTorch."""
+    import torch  # noqa: PLC0415
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f
+                       if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+            "numpy": np.__version__, "torch": torch.__version__,
+            "minigrad": getattr(minigrad, "__version__", "?")}
+
+
+def write_results(rows, path=RESULTS):
+    """The time table and the machine, as JSON under benchmarks/results/."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump({"machine": machine(), "goal": GOAL, "rows": rows}, f, indent=1)
 
 
 def memory_table():
@@ -188,8 +262,9 @@ def _padded(x, y, length):
     return xx, yy
 
 
-def run(quick: bool = False) -> dict:
-    """Time the step, print the table, return the numbers (``ok``: ratio <= goal)."""
+def run(quick: bool = False, memory: bool = True) -> dict:
+    """Time every configuration, print the tables, write the ratios to
+    ``benchmarks/results/gpt_step.json``; return the numbers (``ok``: ratio <= goal)."""
     try:
         import torch  # noqa: F401, PLC0415
     except ImportError:
@@ -197,24 +272,18 @@ def run(quick: bool = False) -> dict:
         return {"skipped": "PyTorch is not installed"}
     limits = common.one_blas_thread()
     try:
-        times = bench(CONFIG, BATCH, repeats=3 if quick else 9)
+        rows = time_table(quick)
     finally:
         if limits is not None:
             limits.unregister()
-    tokens = BATCH * CONFIG.block_size
-    ratio = times["minigrad"] / times["pytorch"]
-    common.print_table(
-        f"GPT training step ({CONFIG.n_layer} layers, {CONFIG.n_head} heads, width "
-        f"{CONFIG.n_embd}, context {CONFIG.block_size}, batch {BATCH}), float32, AdamW, "
-        "CPU, one thread",
-        ["framework", "CPU ms / step", "tokens / s", "time / PyTorch"],
-        [[name, 1e3 * t, tokens / t, t / times["pytorch"]] for name, t in times.items()])
-    print(f"minigrad / PyTorch = {ratio:.2f} (goal <= {GOAL})")
-    memory = memory_table()
-    return {"memory": memory, "minigrad_s": times["minigrad"], "pytorch_s": times["pytorch"],
-            "tokens_per_s": {k: tokens / t for k, t in times.items()},
-            "ratio_vs_pytorch": {"ratio": ratio, "floor": GOAL, "ok": ratio <= GOAL}}
+    write_results(rows)
+    print(f"ratios written to {os.path.relpath(RESULTS)}")
+    result = {"steps": {f"{r['model']}, {r['dtype']}, batch {r['batch']}": r for r in rows},
+              "machine": machine()}
+    if memory:
+        result["memory"] = memory_table()
+    return result
 
 
 if __name__ == "__main__":
-    run(quick="--quick" in sys.argv[1:])
+    run(quick="--quick" in sys.argv[1:], memory="--no-memory" not in sys.argv[1:])

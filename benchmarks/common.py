@@ -77,6 +77,35 @@ def interleaved_median(contenders: dict, repeats: int, warmup: int = 1,
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def paired_ratios(a, b, repeats: int, warmup: int = 1, clock=time.process_time) -> dict:
+    """The median of the paired ratios time(a) / time(b), the two calls alternating.
+
+    Each repeat times ``a()`` then ``b()`` (the order swapped every other
+    repeat, so neither always runs first) and keeps the ratio of the pair:
+    a slow patch of the machine that lasts a pair hits both sides of its
+    ratio, so the median of the ratios is steadier than the ratio of the
+    medians.  A full ``gc.collect()`` runs before every call, outside the timing.
+
+    Returns:
+        ``{"ratio": median of the ratios, "ratio_quartiles": (q1, q3),
+        "median_s": (median seconds of a, of b), "repeats": repeats}``.
+    """
+    for _ in range(warmup):
+        a()
+        b()
+    ta, tb = [], []
+    for i in range(repeats):
+        for fn, out in ((a, ta), (b, tb)) if i % 2 == 0 else ((b, tb), (a, ta)):
+            gc.collect()
+            t0 = clock()
+            fn()
+            out.append(clock() - t0)
+    ratios = [x / y for x, y in zip(ta, tb)]
+    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+    return {"ratio": statistics.median(ratios), "ratio_quartiles": (q[0], q[2]),
+            "median_s": (statistics.median(ta), statistics.median(tb)), "repeats": repeats}
+
+
 def interleaved_medians_both_clocks(contenders: dict, repeats: int, warmup: int = 1,
                                     collect_each: bool = True) -> dict:
     """As :func:`interleaved_median`, reading the CPU time *and* the wall clock

@@ -37,7 +37,7 @@ def test_transformer_activations_follow_korthikanti_eq1():
     full = transformer_activation_bytes(s, h, L, a)
     assert full == L * s * h * (34 + 5 * a * s / h)
     ckpt = transformer_activation_bytes(s, h, L, a, checkpointing=True)
-    assert ckpt == 2 * (L * s * h + 41 * s * h + a * s * s)
+    assert ckpt == 2 * (L * s * h + 25 * s * h + a * s * s)
     assert transformer_activation_bytes(s, h, L, a, micro_batch=4, activation_bytes=4) == 8 * full
 
 
@@ -60,7 +60,7 @@ def test_checkpointed_gpt_plan_is_within_a_few_percent_of_the_measured_peak(micr
     planned = memory.plan(model.num_parameters(), seq_len=s, width=h, depth=L, heads=a,
                           micro_batch=micro_batch, checkpointing=True)
     predicted = planned.gradients + planned.activations      # float32, as measured
-    assert predicted == pytest.approx(m.peak_bytes, rel=0.1)   # measured: 4-6 % low
+    assert predicted == pytest.approx(m.peak_bytes, rel=0.1)   # measured: 9 % high, 7 % low
 
 
 def test_accumulation_changes_no_resident_memory_only_the_batch():

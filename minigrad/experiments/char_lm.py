@@ -25,9 +25,7 @@ import minigrad.optim as optim
 from minigrad.data import CharTokenizer, load_tinyshakespeare, make_lm_batch
 from minigrad.data.text import sample_variable_length_sequences
 
-from .common import DIFFERS, EQUAL, CaseResult, Window, compare_training, to_tensor
-
-IGNORE_INDEX = -100
+from .common import DIFFERS, EQUAL, IGNORE_INDEX, CaseResult, Window, compare_training, to_tensor
 
 
 def make_bigram_lm(vocab_size: int = 65, embedding_dim: int = 16, hidden: int = 32):

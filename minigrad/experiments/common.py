@@ -58,6 +58,8 @@ import minigrad.optim
 from minigrad import backend
 from minigrad.testing import max_abs_diff, max_rel_diff, to_numpy
 
+#: The target that the losses skip (PyTorch's default ``ignore_index``): padding.
+IGNORE_INDEX = -100
 EQUAL = "equal"
 DIFFERS = "differs"
 

@@ -29,9 +29,7 @@ from minigrad.data import CharTokenizer, load_tinyshakespeare
 from minigrad.data.sft import completion_tokens, make_sft_batch, prompt_completion_pairs
 from minigrad.models.gpt import GPT, GPTConfig, lm_loss
 
-from .common import DIFFERS, EQUAL, CaseResult, Window, compare_training, to_tensor
-
-IGNORE_INDEX = -100
+from .common import DIFFERS, EQUAL, IGNORE_INDEX, CaseResult, Window, compare_training, to_tensor
 
 #: The model of the verification rows: small enough for ``verify`` to stay fast.
 TINY = GPTConfig(vocab_size=65, block_size=64, n_layer=1, n_head=2, n_embd=16)

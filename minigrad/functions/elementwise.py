@@ -268,7 +268,6 @@ def select(mask, g):
     return xp.where(mask, g, g.dtype.type(0))
 
 
-_FUSED_DTYPES = backend.FUSED_DTYPES   # dtypes of the GPU kernels
 _SELECT_WHERE_NONZERO = backend.elementwise_kernel(
     "select_where_nonzero", "T a, T g", "T grad", "grad = a != (T)0 ? g : (T)0;")
 
@@ -285,7 +284,7 @@ def select_where_nonzero(a, g):
     dtype, it is one fused kernel; otherwise :func:`select`'s ``where``.
     """
     xp = get_array_module(g)
-    if xp is not np and g.dtype in _FUSED_DTYPES and a.dtype == g.dtype:
+    if xp is not np and g.dtype in backend.FUSED_DTYPES and a.dtype == g.dtype:
         return _SELECT_WHERE_NONZERO(a, g)
     if xp is np and np.isfinite(g).all():
         grad = np.not_equal(a, 0, out=np.empty(g.shape, g.dtype))   # 1.0 where a != 0, else 0

@@ -182,7 +182,7 @@ class CrossEntropy(Function):
         xp = get_array_module(g)
         eps = self.label_smoothing
         weight = _row_weights(g, self.reduction, self.keep, self.count, self.logp.dtype)
-        if self.w is not None or (xp is not np and self.logp.dtype in _FUSED_DTYPES):
+        if self.w is not None or (xp is not np and self.logp.dtype in backend.FUSED_DTYPES):
             grad = _weighted_or_fused_grad(self, weight)     # class weights; a GPU kernel
         else:
             grad = xp.exp(self.logp)                          # softmax, (M, C)
@@ -207,7 +207,6 @@ class CrossEntropy(Function):
         return z, t, w, all_valid
 
 
-_FUSED_DTYPES = backend.FUSED_DTYPES   # dtypes of the GPU kernel
 _INDEX_DTYPES = tuple(np.dtype(f"{sign}int{bits}")       # a target of any integer dtype
                       for sign in ("", "u") for bits in (8, 16, 32, 64))
 _CROSS_ENTROPY_BACKWARD = backend.elementwise_kernel(
@@ -217,7 +216,7 @@ _CROSS_ENTROPY_BACKWARD = backend.elementwise_kernel(
     "const ptrdiff_t row = i / num_classes;"
     "const ptrdiff_t col = i - row * num_classes;"
     "grad = (exp(logp) - eps_over_c - (col == target[row] ? hit : (T)0)) * weight;",
-    types={"T": _FUSED_DTYPES, "I": _INDEX_DTYPES},
+    types={"T": backend.FUSED_DTYPES, "I": _INDEX_DTYPES},
     scalars=("num_classes", "eps_over_c", "hit"))
 
 

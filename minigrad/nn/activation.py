@@ -5,18 +5,28 @@ from . import functional as F
 from .module import Module
 
 
-class ReLU(Module):
-    """max(x, 0) elementwise; any shape.  ``inplace=True`` overwrites the input."""
+class _InplaceActivation(Module):
+    """An elementwise activation with PyTorch's ``inplace`` option (overwrite
+    the input): ``function(x, inplace=...)``, the subclass's function of
+    :mod:`minigrad.nn.functional`."""
+
+    function = None
 
     def __init__(self, inplace: bool = False):
         super().__init__()
         self.inplace = inplace
 
     def forward(self, x):
-        return F.relu(x, inplace=self.inplace)
+        return type(self).function(x, inplace=self.inplace)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
+
+
+class ReLU(_InplaceActivation):
+    """max(x, 0) elementwise; any shape.  ``inplace=True`` overwrites the input."""
+
+    function = staticmethod(F.relu)
 
 
 class Tanh(Module):
@@ -82,46 +92,22 @@ class Softmin(LogSoftmax):
         return F.softmin(x, self.dim)
 
 
-class SiLU(Module):
+class SiLU(_InplaceActivation):
     """x·σ(x) elementwise ("swish"); any shape.  ``inplace=True`` overwrites the input."""
 
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, x):
-        return F.silu(x, inplace=self.inplace)
-
-    def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""
+    function = staticmethod(F.silu)
 
 
-class Mish(Module):
+class Mish(_InplaceActivation):
     """x·tanh(softplus(x)) elementwise; any shape.  ``inplace=True`` overwrites the input."""
 
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, x):
-        return F.mish(x, inplace=self.inplace)
-
-    def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""
+    function = staticmethod(F.mish)
 
 
-class Hardswish(Module):
+class Hardswish(_InplaceActivation):
     """x·relu6(x + 3)/6 elementwise; any shape.  ``inplace=True`` overwrites the input."""
 
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, x):
-        return F.hardswish(x, inplace=self.inplace)
-
-    def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""
+    function = staticmethod(F.hardswish)
 
 
 class LogSigmoid(Module):
@@ -131,18 +117,10 @@ class LogSigmoid(Module):
         return F.logsigmoid(x)
 
 
-class ReLU6(Module):
+class ReLU6(_InplaceActivation):
     """min(max(x, 0), 6) elementwise; any shape.  ``inplace=True`` overwrites the input."""
 
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, x):
-        return F.relu6(x, inplace=self.inplace)
-
-    def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""
+    function = staticmethod(F.relu6)
 
 
 class LeakyReLU(Module):

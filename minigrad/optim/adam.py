@@ -93,11 +93,12 @@ class Adam(Optimizer):
         if updates.fused_on_gpu(data, g):           # the lines below, one GPU kernel
             return updates.adam_update_gpu(data, m, v, g, beta1, beta2, step_size,
                                            bias_correction2_sqrt, eps)
-        m += (1 - beta1) * (g - m)                  # = beta1*m + (1-beta1)*g
-        v *= beta2
-        v += (1 - beta2) * (g * g)
-        denom = xp.sqrt(v) / bias_correction2_sqrt + eps
-        data -= step_size * m / denom
+        for data, m, v, g in updates.cache_blocks(data, m, v, g):   # views, in cache
+            m += (1 - beta1) * (g - m)                  # = beta1*m + (1-beta1)*g
+            v *= beta2
+            v += (1 - beta2) * (g * g)
+            denom = xp.sqrt(v) / bias_correction2_sqrt + eps
+            data -= step_size * m / denom
         # END SOLUTION
 
 

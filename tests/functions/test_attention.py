@@ -253,3 +253,29 @@ def test_grouped_query_attention_errors():
     q, kv = minigrad.randn(1, 4, 3, 2), minigrad.randn(1, 3, 3, 2)
     with pytest.raises(ValueError, match="query's 4 heads to be a multiple of the key's 3"):
         F.scaled_dot_product_attention(q, kv, kv, enable_gqa=True)
+
+
+def test_a_row_holding_nan_gives_nan_weights_throughout():
+    """As PyTorch: a NaN score makes its whole row of weights NaN; a row that may
+    attend to nothing gives zeros; the other rows are untouched."""
+    from minigrad.functions.attention import _softmax_rows
+    scores = np.array([[1.0, np.nan, 2.0], [-np.inf, -np.inf, -np.inf], [1.0, 2.0, 3.0]])
+    weights = _softmax_rows(scores.copy())
+    assert np.isnan(weights[0]).all()
+    np.testing.assert_array_equal(weights[1], 0.0)
+    e = np.exp(np.array([1.0, 2.0, 3.0]) - 3.0)
+    np.testing.assert_allclose(weights[2], e / e.sum(), rtol=1e-15)
+
+
+def test_a_bool_mask_with_more_leading_axes_broadcasts_the_output():
+    """The mask is written into the scores in place only when it fits their shape;
+    a mask with more leading axes broadcasts the output, as where() does."""
+    rng = np.random.default_rng(0)
+    q = minigrad.tensor(rng.standard_normal((5, 4)), requires_grad=True)
+    mask = rng.random((2, 1, 5, 5)) > 0.3
+    mask[..., 0] = True                                   # every query sees a key
+    out = F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+    assert out.shape == (2, 1, 5, 4)
+    ref = F.scaled_dot_product_attention(q, q, q, attn_mask=minigrad.tensor(
+        np.where(mask, 0.0, -np.inf)))
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-12)

@@ -82,3 +82,24 @@ def test_gelu_values_and_errors():
     with pytest.raises(ValueError, match="approximate"):
         nn.functional.gelu(minigrad.randn(2), approximate="erf")
     assert repr(nn.GELU("tanh")) == "GELU(approximate='tanh')"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_tanh_block_by_block_matches_the_formula(dtype):
+    """GELU's tanh form runs in place on blocks of the flattened array: over several
+    blocks, and on a non-contiguous input (one whole call), it gives the
+    one-line formulas' values and derivative to rounding."""
+    from minigrad.functions.activation import _BLOCK
+    rng = np.random.default_rng(0)
+    base = (3 * rng.standard_normal((3, _BLOCK + 7))).astype(dtype)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for a in (base, base[:, ::2]):
+        x = minigrad.tensor(a, requires_grad=True)
+        y = nn.functional.gelu(x, approximate="tanh")
+        g = rng.standard_normal(a.shape).astype(dtype)
+        y.backward(minigrad.tensor(g))
+        c = math.sqrt(2 / math.pi)
+        t = np.tanh(c * (a + 0.044715 * a ** 3))
+        np.testing.assert_allclose(y.numpy(), 0.5 * a * (1 + t), rtol=tol, atol=tol)
+        d = 0.5 * (1 + t) + 0.5 * a * (1 - t * t) * c * (1 + 3 * 0.044715 * a * a)
+        np.testing.assert_allclose(x.grad.numpy(), g * d, rtol=tol, atol=tol)

@@ -1,6 +1,8 @@
 """In-place updates without full-size temporaries equal the one-line NumPy update bit for bit."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -58,3 +60,25 @@ def test_gpu_update_kernels_match_the_numpy_lines(device):
     updates.sub_scaled_(q_d, 0.1, g_d)
     np.testing.assert_allclose(minigrad.backend.asnumpy(q_d), p - 0.1 * g, rtol=1e-6,
                                atol=1e-7)
+
+
+def test_adam_on_cache_blocks_is_bit_for_bit_the_whole_array_update():
+    """updates.cache_blocks runs Adam's lines on views of CACHE_BLOCK numbers:
+    every element sees the same operations, so the same bits."""
+    rng = np.random.default_rng(0)
+    n = 3 * updates.CACHE_BLOCK + 123                  # several blocks and a remainder
+    p = minigrad.nn.Parameter(rng.standard_normal(n).astype(np.float32))
+    ref = p.data.copy()
+    opt = minigrad.optim.AdamW([p], lr=1e-2)
+    m, v = np.zeros_like(ref), np.zeros_like(ref)
+    for t in (1, 2, 3):
+        g = rng.standard_normal(n).astype(np.float32)
+        p.grad = minigrad.tensor(g)
+        opt.step()
+        ref *= 1 - 1e-2 * 0.01
+        m += (1 - 0.9) * (g - m)
+        v *= 0.999
+        v += (1 - 0.999) * (g * g)
+        denom = np.sqrt(v) / math.sqrt(1 - 0.999 ** t) + 1e-8
+        ref -= 1e-2 / (1 - 0.9 ** t) * m / denom
+    np.testing.assert_array_equal(p.data, ref)
