@@ -56,7 +56,7 @@ class Device(metaclass=_DeviceMeta):
 def _un(x):
     if isinstance(x, Tensor):
         return x.mg
-    if isinstance(x, (list, tuple)) and any(isinstance(v, Tensor) for v in x):
+    if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
         return type(x)(_un(v) for v in x)
     if isinstance(x, dict):
         return {k: _un(v) for k, v in x.items()}
@@ -231,10 +231,82 @@ class Tensor(metaclass=_Meta):
             for p in reversed(padding):
                 flat.extend((0, 0) if p is None else p)
             padding = flat
-        return _call(F.pad, (self, tuple(padding)), dict(mode=mode, value=value))
+        kw = dict(mode=mode, value=value) if mode == "constant" else dict(mode=mode)
+        return _call(F.pad, (self, tuple(padding)), kw)
 
     def reshape(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        shape = tuple(self.shape[i] if s is None else s for i, s in enumerate(shape))
         return _call(self.mg.reshape, shape, {})
+
+    # tinygrad's names for minigrad/PyTorch operators and its composites
+    def dot(self, w):
+        return self @ w
+
+    def mod(self, other):
+        return _call(self.mg.remainder, (other,), {})
+
+    def lshift(self, n):
+        return self << n
+
+    def rshift(self, n):
+        return self >> n
+
+    def swish(self):
+        return self.silu()
+
+    def softsign(self):
+        return self / (1 + self.abs())
+
+    def quick_gelu(self):
+        return self * (self * 1.702).sigmoid()
+
+    def logcumsumexp(self, axis=0):
+        return _call(self.mg.logcumsumexp, (axis,), {})
+
+    def sparse_categorical_crossentropy(self, Y, ignore_index=-1, label_smoothing=0.0,  # noqa: N803
+                                        reduction="mean"):
+        return _call(F.cross_entropy, (self, Y.cast(np.int64)),
+                     dict(ignore_index=ignore_index, label_smoothing=label_smoothing,
+                          reduction=reduction))
+
+    def binary_crossentropy(self, Y, reduction="mean"):  # noqa: N803
+        return _call(F.binary_cross_entropy, (self, Y), dict(reduction=reduction))
+
+    def binary_crossentropy_logits(self, Y, reduction="mean", pos_weight=None):  # noqa: N803
+        return _call(F.binary_cross_entropy_with_logits, (self, Y),
+                     dict(reduction=reduction, pos_weight=pos_weight))
+
+    def _spatial(self, fn1, fn2, weight_or_kernel_ndim, args, kwargs, pad_value=0.0):
+        fn = fn1 if weight_or_kernel_ndim == 1 else fn2
+        padding = kwargs.get("padding", 0)
+        if isinstance(padding, (tuple, list)) and len(padding) == 2 * weight_or_kernel_ndim:
+            x = self.pad(tuple(padding), value=pad_value)  # in F.pad's order
+            kwargs["padding"] = 0
+            return _call(fn, (x, *args), kwargs)
+        return _call(fn, (self, *args), kwargs)
+
+    def conv2d(self, weight, bias=None, groups=1, stride=1, dilation=1, padding=0):
+        return self._spatial(F.conv1d, F.conv2d, weight.ndim - 2, (weight, bias),
+                             dict(groups=groups, stride=stride, dilation=dilation,
+                                  padding=padding))
+
+    def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0,
+                   ceil_mode=False, return_indices=False):
+        nd = 1 if isinstance(kernel_size, int) else len(kernel_size)
+        return self._spatial(F.max_pool1d, F.max_pool2d, nd, (kernel_size,),
+                             dict(stride=stride, dilation=dilation, padding=padding,
+                                  ceil_mode=ceil_mode, return_indices=return_indices),
+                             pad_value=float("-inf"))
+
+    def interpolate(self, size, mode="linear", align_corners=False):
+        if mode == "linear" and self.ndim == 4:
+            mode = "bilinear"
+        kw = dict(mode=mode)
+        if mode != "nearest" and mode != "nearest-exact":
+            kw["align_corners"] = align_corners
+        return _call(F.interpolate, (self, size), kw)
 
     def sequential(self, layers):
         out = self
