@@ -267,7 +267,8 @@ class Tensor(metaclass=_Meta):
 
     def sparse_categorical_crossentropy(self, Y, ignore_index=-1, label_smoothing=0.0,  # noqa: N803
                                         reduction="mean"):
-        return _call(F.cross_entropy, (self, Y.cast(np.int64)),
+        logits = self if self.ndim <= 2 else self.movedim(-1, 1)   # tinygrad: classes last
+        return _call(F.cross_entropy, (logits, Y.cast(np.int64)),
                      dict(ignore_index=ignore_index, label_smoothing=label_smoothing,
                           reduction=reduction))
 
@@ -294,7 +295,7 @@ class Tensor(metaclass=_Meta):
 
     def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0,
                    ceil_mode=False, return_indices=False):
-        nd = 1 if isinstance(kernel_size, int) else len(kernel_size)
+        nd = 2 if isinstance(kernel_size, int) else len(kernel_size)
         return self._spatial(F.max_pool1d, F.max_pool2d, nd, (kernel_size,),
                              dict(stride=stride, dilation=dilation, padding=padding,
                                   ceil_mode=ceil_mode, return_indices=return_indices),
