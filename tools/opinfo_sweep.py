@@ -64,7 +64,8 @@ ADAPTERS = {"where": lambda x, cond, other: minigrad.where(cond, x, other),
 # OpInfos for an operator minigrad offers under another name: PyTorch's own
 # definition of the OpInfo's operator is the call on the right (linalg.diagonal
 # is diagonal over the last two dims, clamp_min is clamp(min=), upsample_* and
-# constant_pad_nd are interpolate/pad with fixed options, __rdiv__ is __rtruediv__)
+# constant_pad_nd are interpolate/pad with fixed options, __rdiv__ is __rtruediv__,
+# unsafe_split/unsafe_chunk/split_with_sizes are split/chunk, vdot of reals is dot)
 RENAMED = {
     "linalg.diagonal": ("minigrad.diagonal (dims -2, -1)",
                         lambda a, offset=0, dim1=-2, dim2=-1:
@@ -83,6 +84,12 @@ RENAMED = {
         F.interpolate(x, size=size, scale_factor=scale_factor, mode="bilinear",
                       align_corners=True)),
     "__rdiv__": ("Tensor.__rtruediv__", lambda x, other: x.__rtruediv__(other)),
+    # split/chunk without the views' aliasing checks, and vdot on real inputs
+    "split_with_sizes": ("minigrad.split (sizes)",
+                         lambda x, sizes, dim=0: minigrad.split(x, list(sizes), dim)),
+    "unsafe_split": ("minigrad.split", lambda x, size, dim=0: minigrad.split(x, size, dim)),
+    "unsafe_chunk": ("minigrad.chunk", lambda x, chunks, dim=0: minigrad.chunk(x, chunks, dim)),
+    "vdot": ("minigrad.dot (real inputs)", lambda x, y: minigrad.dot(x, y)),
 }
 # integer-only operators (bitwise, shifts, one_hot) are swept in this dtype
 INTEGER_DTYPE = "int64"
