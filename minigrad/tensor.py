@@ -682,10 +682,13 @@ class Tensor(TensorOps):
         if rounding_mode not in ("floor", "trunc"):
             raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got "
                              f"{rounding_mode!r}")
+        floor = self.__floordiv__(other)
         if rounding_mode == "floor":
-            return self.__floordiv__(other)
-        return Tensor(q._data.trunc() if hasattr(q._data, "trunc") else  # a constant:
-                      q._xp.trunc(q._data))                            # gradient 0
+            return floor
+        out = Tensor(q._data.trunc() if hasattr(q._data, "trunc") else  # a constant:
+                     q._xp.trunc(q._data))                            # gradient 0
+        # integers divided by integers stay integers, as with "floor"
+        return out if np.dtype(floor.dtype).kind == "f" else out.to(floor.dtype)
 
     multiply, divide, subtract, true_divide = mul, div, sub, div
 

@@ -65,6 +65,7 @@ PATHS = {
     "tests/test_pytorch_names.py": 2,   # nll_loss and cross_entropy too
     "tests/test_opinfo_sweep.py": 13,   # every shared operator, attention included
     "tests/test_pytorch_edges.py": 13,  # edge values and refusals, attention included
+    "tests/test_tinygrad_parity.py": 13,  # tinygrad's operator suite, its fixes
     "tests/test_signatures.py": 2,      # the layers' and functional's signatures too
     "tests/test_serialization.py": 3,
     "tests/test_checkpoint_context.py": 7,

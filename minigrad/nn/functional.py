@@ -229,6 +229,50 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
 
 
 # --------------------------------------------------------------------- layers
+def _bilinear_uint8(input, sizes, scales, align_corners):
+    """Bilinear resizing of a uint8 image as PyTorch's CPU kernel does it: one
+    pass per spatial dim, the last (width) first, each with weights in 16-bit
+    fixed point and the sum rounded back to uint8 (so results agree with
+    PyTorch to the last unit, not only within ±1)."""
+    out = np.asarray(input.detach().numpy()).astype(np.int64)
+    for dim in (3, 2):
+        n_in, n_out = out.shape[dim], sizes[dim - 2]
+        if n_in == n_out:
+            continue
+        if align_corners:
+            step = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+        else:
+            step = scales[dim - 2]          # input size / output size, or 1/scale_factor
+        delta = 0.5 if align_corners else 0.0
+        rows = []
+        wt_max = 0.0
+        for i in range(n_out):
+            center = step * (i + 0.5 - delta)
+            lo = max(int(center - 1.0 + 0.5 + delta), 0)
+            hi = min(int(center + 1.0 + 0.5 + delta), n_in)
+            hi = min(hi, lo + 2)
+            idx = np.arange(lo, max(hi, lo))
+            w = np.maximum(0.0, 1.0 - np.abs(idx - center + 0.5 - delta))
+            total = w.sum()
+            if total != 0.0:
+                w = w / total
+                wt_max = max(wt_max, float(w.max()))
+            rows.append((idx, w))
+        precision = 0
+        while precision < 22 and int(0.5 + wt_max * (1 << (precision + 1))) < (1 << 15):
+            precision += 1
+        moved = np.moveaxis(out, dim, -1)
+        acc = np.full(moved.shape[:-1] + (n_out,), 1 << (precision - 1) if precision else 0,
+                      dtype=np.int64)
+        for i, (idx, w) in enumerate(rows):
+            v = w * (1 << precision)
+            wi = np.where(v < 0, v - 0.5, v + 0.5).astype(np.int64)
+            for k, j in enumerate(idx):
+                acc[..., i] += wi[k] * moved[..., j]
+        out = np.moveaxis(np.clip(acc >> precision, 0, 255), -1, dim)
+    return Tensor(out.astype(np.uint8))
+
+
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",  # noqa: A002
                 align_corners=None, recompute_scale_factor=None, antialias=False) -> Tensor:
     """Resize the spatial dimensions of (N, C, L), (N, C, H, W) or (N, C, D, H, W)
@@ -264,6 +308,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                                 recompute_scale_factor, antialias)
     _check_interpolate(input, mode, align_corners, antialias)
     sizes, scales = _resize_plan(input, size, scale_factor, recompute_scale_factor)
+    if input.dtype == np.uint8 and mode == "bilinear" and input.ndim == 4:
+        return _bilinear_uint8(input, sizes, scales, align_corners)
     if input.dtype.kind in "biu" and not mode.startswith("nearest"):
         # integer images (uint8): mixed in float32, rounded back, as PyTorch
         out = interpolate(input.float(), sizes, None, mode, align_corners, None, antialias)

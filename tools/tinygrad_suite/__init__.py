@@ -1,0 +1,1 @@
+"""tinygrad's operator suite run against minigrad (see run.py)."""
