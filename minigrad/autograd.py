@@ -343,7 +343,7 @@ def _finish_leaf(leaf, entry) -> None:
     """
     g, entry[1] = entry[1], None         # now g is held by this name only
     if g is not None:
-        if _leaf_observers:             # e.g. the gradient noise scale (optim/noise_scale.py)
+        if _leaf_observers.data:        # any observer (optim/noise_scale.py); .data: no __len__ call
             _observe(leaf, g)
         unshared = g.base is None and sys.getrefcount(g) == _UNSHARED_REFCOUNT
         _accumulate_leaf(leaf, g, unshared)
