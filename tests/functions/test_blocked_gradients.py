@@ -160,3 +160,22 @@ def test_select_keeps_dtype_and_warns_not(op, upstream, dtype, device):
     with np.errstate(invalid="ignore"):        # -inf * 0 where the mask blocks anyway
         expected = np.where(passes, np.array(upstream, dtype=dtype) * factor, 0)
     np.testing.assert_array_equal(grad, expected.astype(dtype))
+
+
+def test_all_finite_is_exact_or_safely_false():
+    """``all_finite``: True only when no entry is inf or nan; a false False (squares
+    that overflow) only sends the caller to its exact ``where`` path."""
+    from minigrad.functions.elementwise import all_finite, select_where_nonzero
+    for dtype in (np.float16, np.float32, np.float64):
+        a = np.arange(12, dtype=dtype).reshape(3, 4)
+        assert all_finite(a) and all_finite(a[:, ::2]) and all_finite(a[:0])
+        for bad in (np.inf, -np.inf, np.nan):
+            b = a.copy()
+            b[2, 3] = bad
+            assert not all_finite(b)
+    big = np.full(4, 1e30, np.float32)            # finite, but its squares overflow
+    assert not all_finite(big)
+    out = np.array([0.0, 1.0, 0.0, 2.0], np.float32)
+    np.testing.assert_array_equal(select_where_nonzero(out, big), big * [0, 1, 0, 1])
+    g = np.array([np.inf, np.nan, -np.inf, 3.0], np.float32)
+    np.testing.assert_array_equal(select_where_nonzero(out, g), [0, np.nan, 0, 3.0])
