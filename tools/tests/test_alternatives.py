@@ -51,9 +51,8 @@ def _copy_with(group, tmp_path) -> Path:
     for rel in tracked_files(ROOT):
         (copy / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, copy / rel)
-    regions = solutions.collect(copy)
-    for alternative in group:
-        mutation.apply(copy, alternative, regions[alternative["exercise"]])
+    for alternative in group:       # regions found again: an earlier one moved lines
+        mutation.apply(copy, alternative, solutions.collect(copy)[alternative["exercise"]])
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid", "-c",
            "commit.gpgsign=false"]
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "alternative"]):
