@@ -144,6 +144,20 @@ def test_sum_backward_takes_the_axes_as_forward_normalized_them(shape, axis):
 
 
 @pytest.mark.exercise("1.10")
+def test_mean_backward_keeps_the_dtype():
+    dtype = np.float32
+    fn = Mean(axis=1)
+    a = rng(22).standard_normal((3, 4)).astype(dtype)
+    out = fn.forward(a)
+    ga = fn.backward(np.ones(out.shape, dtype=dtype))
+    assert ga.dtype == dtype, (
+        f"Mean.backward returned a {ga.dtype} gradient for a float32 input: "
+        "divide by the count as forward keeps it (self.count), not by a float64 number; "
+        "a float32 model must get float32 gradients")
+    assert_close(ga.astype(np.float64), np.full(a.shape, 0.25), "Mean(axis=1).backward of ones")
+
+
+@pytest.mark.exercise("1.10")
 @pytest.mark.parametrize("axis, keepdims", [(0, False), (None, False), (-1, True)])
 def test_mean_backward_divides_by_the_count(axis, keepdims):
     a = rng(7).standard_normal((4, 5))
