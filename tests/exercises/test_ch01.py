@@ -129,6 +129,34 @@ def test_sum_backward_spreads_the_gradient_back(axis, keepdims):
                  [(np.ones(a.shape), "multiply by g: every summed entry gets g")])
 
 
+@pytest.mark.exercise("1.9")
+@pytest.mark.parametrize("shape, axis", [((2, 3, 4), [0, -1]), ((), 0), ((), -1)])
+def test_sum_backward_takes_the_axes_as_forward_normalized_them(shape, axis):
+    # axis may be a list, and on a 0-d input 0 or -1 sums nothing (as in PyTorch):
+    # backward uses the normalized axes of forward, not the argument as given.
+    a = rng(8).standard_normal(shape)
+    out = a.sum(axis=tuple(axis) if isinstance(axis, list) else None if a.ndim == 0 else axis)
+    g = rng(9).standard_normal(np.shape(out))
+    _, (ga,) = forward_backward(Sum(axis, False), [a], g)
+    expected = np.broadcast_to(np.expand_dims(g, (0, 2)) if a.ndim else g, a.shape)
+    assert_close(ga, expected, f"Sum(axis={axis}).backward of shape {shape}",
+                 [(np.ones(shape), "multiply by g: every summed entry gets g")])
+
+
+@pytest.mark.exercise("1.10")
+def test_mean_backward_keeps_the_dtype():
+    dtype = np.float32
+    fn = Mean(axis=1)
+    a = rng(22).standard_normal((3, 4)).astype(dtype)
+    out = fn.forward(a)
+    ga = fn.backward(np.ones(out.shape, dtype=dtype))
+    assert ga.dtype == dtype, (
+        f"Mean.backward returned a {ga.dtype} gradient for a float32 input: "
+        "divide by the count as forward keeps it (self.count), not by a float64 number; "
+        "a float32 model must get float32 gradients")
+    assert_close(ga.astype(np.float64), np.full(a.shape, 0.25), "Mean(axis=1).backward of ones")
+
+
 @pytest.mark.exercise("1.10")
 @pytest.mark.parametrize("axis, keepdims", [(0, False), (None, False), (-1, True)])
 def test_mean_backward_divides_by_the_count(axis, keepdims):

@@ -61,6 +61,22 @@ def test_sgd_momentum(nesterov):
                    "PyTorch's buffer is b ← m·b + g (no 1 - m factor; the first b is g)")])
 
 
+@pytest.mark.exercise("3.2")
+def test_sgd_dampening_spares_the_first_buffer():
+    m, d, lr = 0.9, 0.5, 0.1
+    buf = G1.copy()                              # PyTorch: b₁ = g₁, undamped
+    p1 = P0 - lr * buf
+    buf = m * buf + (1 - d) * G2                 # then b ← m·b + (1 - d)·g
+    p2 = p1 - lr * buf
+    damped = P0 - lr * (1 - d) * G1
+    damped = damped - lr * (m * (1 - d) * G1 + (1 - d) * G2)
+    assert_close(_run(SGD, [G1, G2], lr=lr, momentum=m, dampening=d), p2,
+                 "SGD(momentum=0.9, dampening=0.5) after two steps",
+                 [(damped, "the first buffer is g itself: dampening applies from the "
+                           "second step on (b ← m·b + (1 - dampening)·g)"),
+                  (P0 - lr * G1 - lr * (m * G1 + G2), "dampening is ignored")])
+
+
 def _adam_reference(grads, lr=1e-2, betas=(0.9, 0.999), eps=1e-8, decoupled=0.0, l2=0.0,
                     bias_correction=True):
     p, m, v = P0.copy(), 0 * P0, 0 * P0

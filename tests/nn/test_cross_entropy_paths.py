@@ -53,3 +53,29 @@ def test_empty_batch_gives_nan_mean_and_zero_gradient():
     assert np.isnan(loss.item())
     loss.backward()
     assert z.grad.shape == (0, 3)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("target_dtype", [np.int64, np.int32, np.uint8])
+def test_plain_case_takes_the_short_path_and_equals_the_general_one(dtype, target_dtype):
+    """(N, C) logits, (N,) targets, "mean", no weights, no smoothing, nothing
+    ignored: CrossEntropy's plain path, bit for bit the general path's result."""
+    from minigrad.functions.loss import CrossEntropy
+    rng = np.random.default_rng(5)
+    logits = (4 * rng.standard_normal((33, 10))).astype(dtype)
+    target = rng.integers(0, 9, 33).astype(target_dtype)   # class 9 never occurs
+    fn = CrossEntropy()
+    fn.forward(logits, target)
+    assert fn.plain
+    short = _loss_and_grad(logits, target)
+    general = _loss_and_grad(logits, target, ignore_index=9)
+    np.testing.assert_array_equal(short[0], general[0])
+    np.testing.assert_array_equal(short[1], general[1])
+    assert short[0].dtype == short[1].dtype == dtype
+
+
+@pytest.mark.parametrize("bad", [10, -1])
+def test_plain_case_still_checks_the_targets(bad):
+    logits = minigrad.tensor(np.zeros((3, 10), np.float32), requires_grad=True)
+    with pytest.raises(ValueError, match=f"target {bad} is out of bounds"):
+        F.cross_entropy(logits, np.array([0, bad, 1]))
