@@ -149,7 +149,50 @@ def pytest_ignore_collect(collection_path, config):
     if collection_path.suffix == ".ipynb" and not config.getoption("--notebooks") and \
             _student_info(Path(config.rootpath)) is not None:
         return True
+    if collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
+        wanted = _exercise_files(config)
+        if wanted is not None:
+            try:
+                rel = collection_path.resolve().relative_to(Path(config.rootpath).resolve())
+            except ValueError:
+                return None
+            if rel.as_posix() not in wanted:
+                return True
     return None
+
+
+_FILES = pytest.StashKey[object]()
+
+
+def _exercise_files(config):
+    """With ``--exercise N.M --whole-exercise`` (``make check``): the test files
+    that can hold a test it selects, so that only they are collected (importing
+    and collecting every test file takes most of a check's time).  A test is
+    selected when it is marked with the exercise (markers are written
+    ``@pytest.mark.exercise("N.M")``: the files whose text holds the id in
+    quotes) or when tools/dependencies.json says it runs the exercise's regions
+    (the files of those tests).  A superset of the files of the selected tests:
+    the selection itself (pytest_collection_modifyitems) is unchanged.  None
+    (collect everything) otherwise."""
+    if _FILES in config.stash:
+        return config.stash[_FILES]
+    wanted = None
+    text = config.getoption("--exercise")
+    if text and config.getoption("--whole-exercise"):
+        ids = {i.strip() for i in text.split(",") if i.strip()}
+        root = Path(config.rootpath)
+        mapping = _dependency_map(root)
+        if ids <= set(exercises.EXERCISES) and mapping is not None:
+            wanted = {nodeid.split("::", 1)[0]
+                      for nodeid, runs in mapping.get("tests", {}).items()
+                      if ids & set(runs)}
+            quoted = re.compile("|".join(rf"""["']{re.escape(i)}["']""" for i in ids))
+            for folder in ("tests", "tools/tests"):
+                for path in (root / folder).rglob("test_*.py"):
+                    if quoted.search(path.read_text(encoding="utf-8")):
+                        wanted.add(path.relative_to(root).as_posix())
+    config.stash[_FILES] = wanted
+    return wanted
 
 
 def _known_chapters(root: Path) -> set[int]:

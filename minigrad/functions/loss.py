@@ -149,8 +149,6 @@ class CrossEntropy(Function):
         self.label_smoothing = float(label_smoothing)
 
     def forward(self, logits, target):
-        if self._is_plain(logits, target):
-            return self._plain_forward(logits, target)
         xp = get_array_module(logits)
         z, t, w, all_valid = self._checked(logits, target)   # (M, C), (M,): classes last
         num_classes = z.shape[1]
@@ -181,8 +179,6 @@ class CrossEntropy(Function):
         return _reduce_kept(loss, self.reduction, self.count, target.shape, logits.dtype)
 
     def backward(self, g):
-        if self.plain:
-            return self._plain_backward(g)
         xp = get_array_module(g)
         eps = self.label_smoothing
         weight = _row_weights(g, self.reduction, self.keep, self.count, self.logp.dtype)
@@ -201,41 +197,6 @@ class CrossEntropy(Function):
             grad = blocked_to_zero(grad, lambda: self.keep.reshape(-1, 1))
         return restore_layout(grad, self.logits_shape), None
 
-    # The plain case, a short path: (N, C) float32 or float64 logits on the CPU,
-    # (N,) integer targets all in [0, C), "mean", no class weights, no label
-    # smoothing, nothing ignored -- every classifier's training step.  The same
-    # NumPy operations as the general path above, in the same order (bit for bit
-    # the same loss and gradient), without its branches: the layout moves, the
-    # where-masks of ignored positions, the weights and the smoothing terms.  What
-    # it saves: about 10 µs of Python per step (of ~30 µs) at batch 32, C = 10.
-    plain = False
-
-    def _is_plain(self, logits, target):
-        """Whether the short path applies (the target's bounds are checked here)."""
-        n = target.shape[0] if target.ndim == 1 else -1
-        return (type(logits) is np.ndarray and logits.ndim == 2 and n == logits.shape[0]
-                and n > 0 and logits.dtype in _PLAIN_DTYPES and target.dtype.kind in "iu"
-                and self.reduction == "mean" and self.weight is None
-                and self.label_smoothing == 0.0
-                and not 0 <= self.ignore_index < logits.shape[1]
-                and _check_targets(target, logits.shape[1], self.ignore_index,
-                                   "cross_entropy"))
-
-    def _plain_forward(self, logits, target):
-        """mean_i -log_softmax(logits)[i, y_i], the general forward's arithmetic."""
-        logp = log_softmax_array(logits, axis=1)
-        rows = np.arange(logits.shape[0])
-        total = (-logp[rows, target]).sum()        # float32 or float64: no wider sum
-        self.plain, self.logp, self.rows, self.safe_t = True, logp, rows, target
-        return (total / logits.dtype.type(target.shape[0])).astype(logits.dtype)
-
-    def _plain_backward(self, g):
-        """(softmax - onehot(y)) · g / N, the general backward's arithmetic."""
-        grad = np.exp(self.logp)
-        grad[self.rows, self.safe_t] -= 1.0
-        grad *= (g / count_as(self.rows.shape[0], g)).astype(grad.dtype, copy=False)
-        return grad, None
-
     def _checked(self, logits, target):
         """``(z, t, w, all_valid)``: logits and target checked, with the class axis
         last (:func:`_classes_last`), the class weights checked (or None), and
@@ -246,7 +207,6 @@ class CrossEntropy(Function):
         return z, t, w, all_valid
 
 
-_PLAIN_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _INDEX_DTYPES = tuple(np.dtype(f"{sign}int{bits}")       # a target of any integer dtype
                       for sign in ("", "u") for bits in (8, 16, 32, 64))
 _CROSS_ENTROPY_BACKWARD = backend.elementwise_kernel(
