@@ -15,23 +15,17 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-FIGURES = ROOT / "chapters" / "figures"
+if str(ROOT) not in sys.path:           # run as a script: the repository's tools package
+    sys.path.insert(0, str(ROOT))
+
+from tools.figures import FIGURES, plt, save  # noqa: E402  (Agg backend, the figures folder)
 
 
 def _save(fig, name: str) -> Path:
-    FIGURES.mkdir(parents=True, exist_ok=True)
-    path = FIGURES / name
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return path
+    return save(fig, name, FIGURES)     # FIGURES read at call time (the tests redirect it)
 
 
 def figure_04() -> Path:

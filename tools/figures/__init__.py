@@ -18,10 +18,12 @@ ROOT = Path(__file__).resolve().parents[2]
 FIGURES = ROOT / "chapters" / "figures"
 
 
-def save(fig, name: str) -> Path:
-    """Write ``fig`` to ``chapters/figures/<name>`` (PNG, no timestamp) and close it."""
-    FIGURES.mkdir(parents=True, exist_ok=True)
-    path = FIGURES / name
+def save(fig, name: str, folder: Path | None = None) -> Path:
+    """Write ``fig`` to ``chapters/figures/<name>`` (or ``folder/<name>``; PNG, no
+    timestamp) and close it."""
+    folder = FIGURES if folder is None else Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
     fig.tight_layout()
     fig.savefig(path, dpi=110, metadata={"Software": None})
     plt.close(fig)
