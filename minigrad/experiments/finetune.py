@@ -217,7 +217,7 @@ def finetune(*, micro_batch=1, accumulation_steps=16, updates=30, lr=None, lora_
               "parameters": parameters, "seconds": time.perf_counter() - start, **extra}
     if compare_micro_batch:
         per_update = [(m, [m]) for _, micro in windows for m in micro]   # one update each
-        base_lr = lr or (3e-3 if lora_rank else 3e-4)
+        base_lr = _fine_tuning_lr(lr, lora_rank)
         shape = (updates, accumulation_steps)      # token-weighted, as a window's loss is
         for key, rate in (("micro_batch", base_lr),
                           ("micro_batch_scaled", base_lr / np.sqrt(accumulation_steps))):
@@ -233,6 +233,11 @@ def finetune(*, micro_batch=1, accumulation_steps=16, updates=30, lr=None, lora_
     return result
 
 
+def _fine_tuning_lr(lr, lora_rank):
+    """The AdamW rate: ``lr`` when given, else 3e-3 for adapters, 3e-4 for the whole model."""
+    return lr or (3e-3 if lora_rank else 3e-4)
+
+
 def _train(model, windows, accumulation_steps, lr, lora_rank, lora_alpha, checkpointing,
            normalization, seed, device, on_update):
     """AdamW through a GradientAccumulator over ``windows``; the window losses and
@@ -243,7 +248,7 @@ def _train(model, windows, accumulation_steps, lr, lora_rank, lora_alpha, checkp
                       targets=("c_attn", "c_proj"))
     model.gradient_checkpointing = checkpointing
     trainable = [p for p in model.parameters() if p.requires_grad]
-    lr = lr or (3e-3 if lora_rank else 3e-4)
+    lr = _fine_tuning_lr(lr, lora_rank)
     accumulator = optim.GradientAccumulator(optim.AdamW(trainable, lr=lr), accumulation_steps)
     loss_fn, losses, counts = sft_loss(device), [], []
     for update, (_, micro_batches) in enumerate(windows):

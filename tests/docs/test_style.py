@@ -74,9 +74,8 @@ def _name(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
-def prose_lines(text: str):
-    """(line number, text) outside fenced code, with inline code, link targets,
-    HTML tags and URLs blanked."""
+def unfenced_lines(text: str):
+    """(line number, line) for every line outside fenced code blocks."""
     fence = None
     for n, line in enumerate(text.splitlines(), start=1):
         m = re.match(r"^\s*(`{3,}|~{3,})", line)
@@ -87,6 +86,13 @@ def prose_lines(text: str):
         if m:
             fence = m.group(1)
             continue
+        yield n, line
+
+
+def prose_lines(text: str):
+    """(line number, text) outside fenced code, with inline code, link targets,
+    HTML tags and URLs blanked."""
+    for n, line in unfenced_lines(text):
         line = re.sub(r"`[^`]*`", "``", line)
         line = re.sub(r"\]\([^)]*\)", "]", line)
         line = re.sub(r"<[^>]+>", "", line)
@@ -120,16 +126,8 @@ def heading_problems(text: str, where: str = "") -> list[str]:
     """A chapter's headings: ``# NN. Title`` first, ``## N. Title`` numbered in
     order, or one of the unnumbered ones; sentence case (a capital first letter,
     no Title Case)."""
-    out, expected, fence = [], 1, None
-    for n, line in enumerate(text.splitlines(), start=1):
-        m = re.match(r"^\s*(`{3,}|~{3,})", line)
-        if fence is not None:
-            if m and line.strip().startswith(fence):
-                fence = None
-            continue
-        if m:
-            fence = m.group(1)
-            continue
+    out, expected = [], 1
+    for n, line in unfenced_lines(text):
         if n == 1 and not re.match(r"^# \d\d\. \S", line):
             out.append(f"{where}:1: the title must read '# NN. Title', not {line!r}")
         if not line.startswith("## "):
