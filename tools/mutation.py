@@ -13,7 +13,9 @@ Each ``old`` must occur exactly once in the exercise's regions.  For every
 mutant the tool copies the repository's tracked files into a temporary folder,
 applies the replacements there, and runs exactly what ``make check EX=N.M``
 runs (``pytest tests -q --ignore=tests/site --exercise N.M --whole-exercise``, that copy first
-on the path).  A mutant is *killed* when that run fails, *survived* when it
+on the path), with PyTorch hidden even where it is installed (a ``torch`` package
+first on the path whose import raises ``ImportError``: the parity tests skip, as
+on a student's machine; ``--with-torch`` lets them run).  A mutant is *killed* when that run fails, *survived* when it
 passes.  An equivalent mutant is run too, and reported apart: it should
 survive, and a kill means its "equivalent" note is wrong.  The reference
 itself is run first: it must pass.
@@ -99,8 +101,22 @@ def check_command(ident: str) -> list[str]:
             "--exercise", ident, "--whole-exercise", "-p", "no:cacheprovider"]
 
 
-def run_check(copy: Path, ident: str, timeout: float) -> tuple[str, str]:
-    env = dict(os.environ, PYTHONPATH=str(copy), MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1")
+def hide_torch(folder: Path) -> Path:
+    """A folder holding a ``torch`` package whose import fails as if PyTorch were
+    not installed (``pytest.importorskip("torch")`` then skips)."""
+    package = folder / "torch"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text(
+        'raise ImportError("PyTorch is hidden by make mutants (the grade without it)")\n',
+        encoding="utf-8")
+    return folder
+
+
+def run_check(copy: Path, ident: str, timeout: float,
+              hidden: Path | None = None) -> tuple[str, str]:
+    path = [str(copy)] + ([str(hidden)] if hidden else [])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), MPLBACKEND="Agg",
+               PYTHONDONTWRITEBYTECODE="1")
     try:
         done = subprocess.run(check_command(ident), cwd=copy, env=env, capture_output=True,
                               text=True, timeout=timeout)
@@ -112,18 +128,19 @@ def run_check(copy: Path, ident: str, timeout: float) -> tuple[str, str]:
     return ("killed" if done.returncode else "survived"), (failed[0] if failed else summary)
 
 
-def run(idents, *, timeout: float = 300, out=sys.stdout) -> list[dict]:
+def run(idents, *, timeout: float = 300, out=sys.stdout, torch: bool = False) -> list[dict]:
     mutants = [m for m in catalogue() if m["exercise"] in idents]
     regions = solutions.collect(ROOT)
     results = []
     with tempfile.TemporaryDirectory(prefix="minigrad-mutants-") as tmp:
         copy = Path(tmp) / "tree"
+        hidden = None if torch else hide_torch(Path(tmp) / "no-torch")
         for rel in tracked_files(ROOT):
             (copy / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / rel, copy / rel)
         for ident in idents:
             start = time.monotonic()
-            verdict, detail = run_check(copy, ident, timeout)
+            verdict, detail = run_check(copy, ident, timeout, hidden)
             print(f"{ident:6} reference                        "
                   f"{'passes' if verdict == 'survived' else 'FAILS: ' + detail}", file=out,
                   flush=True)
@@ -134,7 +151,7 @@ def run(idents, *, timeout: float = 300, out=sys.stdout) -> list[dict]:
                     verdict, detail, changed = "invalid", str(e), []
                 else:
                     try:
-                        verdict, detail = run_check(copy, ident, timeout)
+                        verdict, detail = run_check(copy, ident, timeout, hidden)
                     finally:
                         for rel in changed:
                             shutil.copy2(ROOT / rel, copy / rel)
@@ -187,13 +204,16 @@ def main(argv=None) -> int:
     parser.add_argument("--markdown", default=None,
                         help="write the table and every mutant's verdict to this file")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per check run")
+    parser.add_argument("--with-torch", action="store_true",
+                        help="let the PyTorch comparisons run where PyTorch is installed "
+                             "(by default it is hidden: the grade without it)")
     args = parser.parse_args(argv)
     known = sorted({m["exercise"] for m in catalogue()}, key=exercises.sort_key)
     idents = [i.strip() for i in args.exercises.split(",")] if args.exercises else known
     unknown = [i for i in idents if i not in exercises.EXERCISES]
     if unknown:
         raise SystemExit(f"make mutants: unknown exercise(s) {', '.join(unknown)}")
-    results = run(idents, timeout=args.timeout)
+    results = run(idents, timeout=args.timeout, torch=args.with_torch)
     print(table(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
