@@ -24,7 +24,8 @@ def _tree(tmp_path, source=SOURCE):
 def test_a_current_map_passes_and_a_stale_one_says_why(tmp_path):
     tree = _tree(tmp_path)
     mapping = {"regions": dependencies.region_hashes(tree),
-               "tests": {"tests/test_x.py::test_f": ["1.1"]}}
+               "tests": {"tests/test_x.py::test_f": ["1.1"]},
+               "traced_with": dependencies.importable()}
     dependencies.write(dict(mapping, about="test"), tree)
     assert dependencies.check(tree, {"tests/test_x.py::test_f"}) == []
     problems = dependencies.check(tree, {"tests/test_x.py::test_f", "tests/test_x.py::test_g"})
@@ -32,6 +33,21 @@ def test_a_current_map_passes_and_a_stale_one_says_why(tmp_path):
     _tree(tmp_path, SOURCE.replace("x + 1", "x + 2"))
     problems = dependencies.check(tree, {"tests/test_x.py::test_f"})
     assert any("the regions of 1.1 changed" in p for p in problems), problems
+
+
+def test_a_map_traced_without_an_optional_package_importable_now_is_stale(tmp_path,
+                                                                          monkeypatch):
+    """Traced without PyTorch, a parity test runs no region and looks chapter-free;
+    where PyTorch can be imported the map must be traced again."""
+    tree = _tree(tmp_path)
+    dependencies.write({"about": "test", "regions": dependencies.region_hashes(tree),
+                        "tests": {}, "traced_with": ["sphinx"]}, tree)
+    monkeypatch.setattr(dependencies, "importable", lambda: ["sphinx", "torch"])
+    problems = dependencies.check(tree, set())
+    assert any(p.startswith("torch can be imported here but was not") for p in problems), \
+        problems
+    monkeypatch.setattr(dependencies, "importable", lambda: [])
+    assert dependencies.check(tree, set()) == []     # fewer packages: the map still holds
 
 
 def test_the_map_is_traced_per_test(tmp_path):
