@@ -70,7 +70,7 @@ check: venv
 # answers, keeping them (chapters/TEACHING.md). The copy has the hints to the
 # chapter questions (chapters/hints/); ANSWERS=1 keeps their answers too.
 student: venv
-	$(PY) tools/make_student.py $(if $(DEST),--dest $(DEST)) $(if $(CHAPTERS),--chapters $(CHAPTERS)) $(if $(FORCE),--force) $(if $(UPDATE),--update) $(if $(ANSWERS),--answers)
+	$(PY) tools/student.py $(if $(DEST),--dest $(DEST)) $(if $(CHAPTERS),--chapters $(CHAPTERS)) $(if $(FORCE),--force) $(if $(UPDATE),--update) $(if $(ANSWERS),--answers)
 
 # Grade a class: SUBMISSIONS=dir/ (a student copy or a .bundle per student)
 # against RELEASE (default build/student); JOBS at once; OUT (build/grades);

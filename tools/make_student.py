@@ -28,7 +28,6 @@ uncommitted change and no answer (``--update`` keeps them instead).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -40,7 +39,8 @@ if __package__ in (None, ""):                       # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "tools"
 
-from tools import exercises, hints, redact, solutions  # noqa: E402
+from tools import exercises, hints, redact, release, solutions  # noqa: E402
+from tools.answers import written_exercises  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EXCLUDED_PREFIXES = ("chapters/answers/",)
@@ -147,7 +147,6 @@ def write_student_copy(dest: Path, *, root: Path = ROOT, chapters: str | None = 
                    test_chapters=_test_chapters(released, only))
     (dest / STUDENT_FILE).write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n",
                                      encoding="utf-8")
-    from tools import release  # noqa: PLC0415
     release.write_manifest(dest, root, chapters=summary["chapters"], released=released,
                            withheld=withheld)
     if git:
@@ -209,10 +208,9 @@ def refuse_to_remove(dest: Path) -> None:
             reasons.append(f"git status failed there ({status.stderr.strip()})")
         elif changed:
             reasons.append(f"{len(changed)} uncommitted change(s) (git status)")
-    from tools import release, update_student  # noqa: PLC0415
     manifest = release.read_manifest(dest)
     if manifest is not None:
-        written = update_student.written_exercises(dest, manifest)
+        written = written_exercises(dest, manifest)
         if written:
             reasons.append("answers to exercise(s) " + ", ".join(written))
     if reasons:
@@ -315,49 +313,3 @@ Exercises to do in this copy:
     cut = next((i for i, line in enumerate(lines) if i > 0 and line.startswith("## ")),
                len(lines))
     return "".join(lines[:cut]) + section + "".join(lines[cut:])
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="make student", description=__doc__.split("\n")[0])
-    parser.add_argument("--dest", default=str(ROOT / "build" / "student"),
-                        help="where to write the copy (default: build/student)")
-    parser.add_argument("--chapters", default=None,
-                        help="chapters whose exercises are blanked: 3-5, 1,3, 4- "
-                             "(default: all)")
-    parser.add_argument("--only", default=None,
-                        help="blank exactly these exercise ids (comma-separated)")
-    parser.add_argument("--force", action="store_true",
-                        help="replace DEST if it exists (refused when it holds work)")
-    parser.add_argument("--update", action="store_true",
-                        help="bring this release into the existing copy DEST, keeping "
-                             "the student's answers (tools/update_student.py)")
-    parser.add_argument("--answers", action="store_true",
-                        help="keep the reference answers to the chapter questions "
-                             "(chapters/answers/); without it the copy has their hints only")
-    parser.add_argument("--no-git", action="store_true", help="do not git-init the copy")
-    parser.add_argument("--link", action="store_true",
-                        help="hard-link unchanged files (throw-away copies only)")
-    args = parser.parse_args(argv)
-    only = [i.strip() for i in args.only.split(",")] if args.only else None
-    if args.update:
-        from tools import update_student  # noqa: PLC0415
-        report = update_student.update(Path(args.dest), root=ROOT, chapters=args.chapters,
-                                       answers=True if args.answers else None)
-        print(report.text())
-        return 1 if report.conflicts else 0
-    summary = write_student_copy(Path(args.dest), chapters=args.chapters, only=only,
-                                 force=args.force, git=not args.no_git, link=args.link,
-                                 answers=args.answers)
-    print(f"make student: wrote {args.dest}: {summary['files']} files, "
-          f"{len(summary['blanked'])} exercises blanked ({summary['regions']} regions; "
-          f"{len(summary['released'])} released, {len(summary['withheld'])} withheld "
-          "until their chapter is released), "
-          f"{summary['notebook_regions']} notebook regions, {summary['answer_cells']} "
-          f"answer cells, {summary['hint_pages']} pages of hints; "
-          + ("with the answers to the questions" if args.answers else "no answer keys")
-          + ", no history of the reference")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

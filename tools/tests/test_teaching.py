@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tools import grade, release, solutions, update_student
+from tools import answers, grade, release, solutions, update_student
 from tools.make_student import STUDENT_FILE, tracked_files, write_student_copy
 from tools.tests.course_copies import solve
 
@@ -181,10 +181,10 @@ def test_an_answer_whose_surroundings_were_edited_is_a_conflict_not_a_loss(tmp_p
     path = copy / "minigrad/optim/optimizer.py"
     path.write_text(path.read_text(encoding="utf-8").replace(
         '"""Clear every parameter\'s gradient.', '"""Clear them all.', 1))
-    answers = update_student.extract(copy, release.read_manifest(copy))
-    problem = [a for a in answers if a.exercise == "3.9"][0].problem
+    found = answers.extract(copy, release.read_manifest(copy))
+    problem = [a for a in found if a.exercise == "3.9"][0].problem
     assert "were changed" in problem
-    assert update_student.written_exercises(copy, release.read_manifest(copy)) == ["3.9"]
+    assert answers.written_exercises(copy, release.read_manifest(copy)) == ["3.9"]
 
 
 def test_grade_a_class(tmp_path):
