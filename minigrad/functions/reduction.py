@@ -41,13 +41,18 @@ def normalize_axis(axis, ndim, name="reduction"):
 
 
 def _expand(g, in_shape, axes, keepdims):
-    """Reshape the reduced gradient so that it broadcasts against the input."""
+    """Reshape the reduced gradient ``g`` so that it broadcasts against the input:
+    without keepdims, the summed ``axes`` (normalized: sorted, non-negative) come
+    back as size-1 axes, e.g. in_shape (2, 3, 4), axes (0, 2): (3,) -> (1, 3, 1).
+    The backward of Sum, Mean, Max and Var start here."""
+    # BEGIN SOLUTION ch01.9
     if not keepdims and axes:
         shape = list(in_shape)
         for a in axes:
             shape[a] = 1
         g = g.reshape(shape)
     return g
+    # END SOLUTION
 
 
 class Sum(Function):
@@ -148,11 +153,15 @@ class AMax(Max):
     everywhere (no entry equals nan: 0 / 0).  ``max()`` blocks instead."""
 
     def backward(self, g):
+        grad = super().backward(g)          # max()'s: ties share g, the others get 0
         g = _expand(g, self.a.shape, self.axes, self.keepdims)
-        mask = self.a == self.out
-        count = mask.sum(axis=self.axes, keepdims=True)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return g / count.astype(g.dtype, copy=False) * mask
+        xp = get_array_module(grad)
+        with np.errstate(invalid="ignore"):
+            # off the maximum, the product with a False mask: 0 · g (nan where g is
+            # inf or nan) ...
+            grad = xp.where(self.a == self.out, grad, g * 0)
+        # ... and where the maximum is nan no entry equals it: 0 / 0, nan everywhere
+        return xp.where(xp.isnan(self.out), grad.dtype.type(np.nan), grad)
 
 
 class AMin(AMax):

@@ -84,6 +84,19 @@ def test_amax_multiplies_by_its_mask_as_pytorch(torch):
                                   [0.0, INF, INF])
 
 
+def test_amax_gradient_at_stated_values():
+    """The same rule without PyTorch: ties share g; off the maximum 0 · g (nan for
+    an inf or nan g); a row whose maximum is nan is nan everywhere (0 / 0)."""
+    np.testing.assert_array_equal(_grad(lambda t: t.amax(dim=1), [[1.0, 3.0, 3.0]], [2.0]),
+                                  [[0.0, 1.0, 1.0]])
+    np.testing.assert_array_equal(_grad(lambda t: t.amax(dim=1), [[1.0, 3.0, 3.0]], [INF]),
+                                  [[NAN, INF, INF]])
+    np.testing.assert_array_equal(_grad(lambda t: t.amin(dim=1), [[1.0, NAN, 2.0]], [1.0]),
+                                  [[NAN, NAN, NAN]])
+    np.testing.assert_array_equal(_grad(lambda t: t.amax(dim=0, keepdim=True),
+                                        [[1.0], [4.0]], [[NAN]]), [[NAN], [NAN]])
+
+
 def test_abs_multiplies_by_the_sign_as_pytorch(torch):
     # the subgradient at 0 is 0, and 0 * inf = nan there, as in PyTorch
     x = torch.tensor([0.0, -2.0, 3.0], dtype=torch.float64, requires_grad=True)
