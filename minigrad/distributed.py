@@ -215,12 +215,21 @@ def is_launched() -> bool:
     return "mpi4py.MPI" in sys.modules or any(v in os.environ for v in _LAUNCHER_VARIABLES)
 
 
-def init():
+def init(timeout: float | None = None):
     """The communicator of this process (created once, then cached).
 
     ``MPI.COMM_WORLD`` of mpi4py when the process was started by an MPI
     launcher (``mpiexec -n W python -m mpi4py script.py``); otherwise (run
     alone, or mpi4py not installed) a :class:`LocalCommunicator` of size 1.
+
+    Args:
+        timeout: seconds every rank has to reach MPI's initialization (default
+            ``MINIGRAD_INIT_TIMEOUT`` from the environment, else 60; 0 waits
+            forever).  MPI initializes only when all W ranks do, so a rank that
+            died before it (before even importing minigrad) would leave the
+            others waiting forever; past the timeout this process exits with
+            status 1 and a traceback ending in
+            ``_mpi_world_waiting_for_every_rank``, and the launcher ends the job.
 
     Raises:
         ImportError: started by a launcher of W > 1 processes but mpi4py is
@@ -230,7 +239,7 @@ def init():
     if _COMM is None:
         if is_launched():
             try:
-                from mpi4py import MPI  # noqa: PLC0415 (optional, loaded on demand)
+                MPI = _mpi_world_waiting_for_every_rank(_init_timeout(timeout))
             except ImportError:
                 if int(os.environ.get("PMI_SIZE", os.environ.get(
                         "OMPI_COMM_WORLD_SIZE", "1"))) > 1:
@@ -248,6 +257,39 @@ def init():
 
 
 sync_batchnorm.default_process_group = init     # SyncBatchNorm's default communicator
+
+
+def _init_timeout(timeout) -> float:
+    """``init``'s timeout: the argument, else ``MINIGRAD_INIT_TIMEOUT``, else 60 s."""
+    if timeout is None:
+        text = os.environ.get("MINIGRAD_INIT_TIMEOUT", "60")
+        try:
+            timeout = float(text)
+        except ValueError:
+            raise ValueError(f"MINIGRAD_INIT_TIMEOUT must be a number of seconds, "
+                             f"got {text!r}") from None
+    if not timeout >= 0:
+        raise ValueError(f"init: timeout must be a number of seconds >= 0 (0: wait "
+                         f"forever), got {timeout!r}")
+    return float(timeout)
+
+
+def _mpi_world_waiting_for_every_rank(timeout: float):
+    """Import mpi4py's ``MPI`` (which initializes MPI: every rank must arrive)
+    under a watchdog: past ``timeout`` seconds the process exits with status 1.
+    The watchdog is faulthandler's, a thread of C: MPI_Init holds the
+    interpreter, so a Python thread or signal handler would never run."""
+    if "mpi4py.MPI" in sys.modules or timeout == 0:     # python -m mpi4py: done already
+        from mpi4py import MPI  # noqa: PLC0415
+        return MPI
+    import faulthandler  # noqa: PLC0415
+    stream = sys.__stderr__ if sys.__stderr__ is not None else sys.stderr
+    faulthandler.dump_traceback_later(timeout, exit=True, file=stream)
+    try:
+        from mpi4py import MPI  # noqa: PLC0415 (optional, loaded on demand)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+    return MPI
 
 
 def _launched_world_size() -> int:
@@ -275,9 +317,11 @@ def _abort_on_uncaught_exception() -> None:
     and by :func:`init`.  The hook imports mpi4py only when an exception
     reaches it (MPI_Abort needs MPI initialized), so ``import minigrad`` still
     loads no MPI.  ``python -m mpi4py`` aborts only if mpi4py was imported
-    before the exception, so it needs this too.  Not covered: a rank that
-    dies before importing minigrad, or calls ``sys.exit(1)`` (no exception
-    reaches the hook): the launcher then waits for the others.
+    before the exception, so it needs this too.  A rank that dies before
+    importing minigrad leaves the others in :func:`init`, which exits after
+    its timeout.  Not covered: a rank that calls ``sys.exit(1)`` after
+    :func:`init` (no exception reaches the hook): the launcher then waits for
+    the others.
     """
     global _ABORT_HOOK_INSTALLED
     if _ABORT_HOOK_INSTALLED:

@@ -359,6 +359,38 @@ def test_mpi_rank_failing_before_init_ends_the_job_in_seconds(launch, tmp_path):
     assert seconds < 30
 
 
+@pytest.mark.mpi
+@needs_mpiexec
+def test_mpi_rank_dying_before_importing_minigrad_ends_the_job_after_the_timeout(tmp_path):
+    # rank 1 raises before `import minigrad`: it never reaches MPI's initialization,
+    # where rank 0 waits; rank 0's watchdog ends it after init's timeout (3 s)
+    code = ("import os, pathlib; "
+            f"here = pathlib.Path({str(tmp_path)!r}); "
+            "r = int(os.environ.get('PMI_RANK', os.environ.get('OMPI_COMM_WORLD_RANK', 0))); "
+            "exec('raise RuntimeError(\"rank 1 dies first\")') if r == 1 else None; "
+            "import minigrad.distributed as d; c = d.init(timeout=3); "
+            "(here / f'unreachable{r}').write_text('1')")
+    start = time.perf_counter()
+    out = _mpiexec(2, ["-c", code], timeout=60)
+    seconds = time.perf_counter() - start
+    assert out.returncode != 0, out.stdout + out.stderr
+    assert "rank 1 dies first" in out.stderr
+    assert "_mpi_world_waiting_for_every_rank" in out.stderr, out.stderr
+    assert not list(tmp_path.glob("unreachable*"))
+    assert seconds < 30
+
+
+def test_init_timeout_is_checked(monkeypatch):
+    assert dist._init_timeout(5) == 5.0
+    monkeypatch.setenv("MINIGRAD_INIT_TIMEOUT", "0")
+    assert dist._init_timeout(None) == 0.0
+    monkeypatch.setenv("MINIGRAD_INIT_TIMEOUT", "soon")
+    with pytest.raises(ValueError, match="MINIGRAD_INIT_TIMEOUT must be a number"):
+        dist._init_timeout(None)
+    with pytest.raises(ValueError, match="timeout must be a number of seconds >= 0"):
+        dist._init_timeout(-1)
+
+
 # ------------------------------------------------------------ devices (cuda skips)
 def test_reduce_window_on_device_matches_plain_accumulation(device, float64):
     """CuPy gradients are packed on the device, staged through the host once."""

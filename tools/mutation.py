@@ -14,7 +14,7 @@ mutant the tool copies the repository's tracked files into a temporary folder,
 applies the replacements there, and runs exactly what ``make check EX=N.M``
 runs (``pytest tests -q --ignore=tests/site --exercise N.M --whole-exercise``, that copy first
 on the path), with PyTorch hidden even where it is installed (a ``torch`` package
-first on the path whose import raises ``ImportError``: the parity tests skip, as
+first on the path whose import raises ``ModuleNotFoundError``: the parity tests skip, as
 on a student's machine; ``--with-torch`` lets them run).  A mutant is *killed* when that run fails, *survived* when it
 passes.  An equivalent mutant is run too, and reported apart: it should
 survive, and a kill means its "equivalent" note is wrong.  The reference
@@ -103,11 +103,13 @@ def check_command(ident: str) -> list[str]:
 
 def hide_torch(folder: Path) -> Path:
     """A folder holding a ``torch`` package whose import fails as if PyTorch were
-    not installed (``pytest.importorskip("torch")`` then skips)."""
+    not installed: ``ModuleNotFoundError`` (``pytest.importorskip("torch")``
+    then skips; a plain ImportError would be an error there)."""
     package = folder / "torch"
     package.mkdir(parents=True, exist_ok=True)
     (package / "__init__.py").write_text(
-        'raise ImportError("PyTorch is hidden by make mutants (the grade without it)")\n',
+        'raise ModuleNotFoundError("PyTorch is hidden by make mutants (the grade without '
+        'it)", name="torch")\n',
         encoding="utf-8")
     return folder
 
