@@ -1,6 +1,4 @@
 """Exercises of chapter 4 (gradient accumulation)."""
-import warnings
-
 import numpy as np
 import pytest
 
@@ -226,20 +224,29 @@ def test_accumulate_leaf_adds_in_place_and_leaves_a_shared_gradient_alone():
                                        "else may hold: add g into .grad, not .grad into g")])
 
 
+def _record_skips(acc):
+    """Replace ``acc._skip_window`` (exercise 5.3, chapter 5) by a recorder of the
+    window losses it is called with."""
+    skips = []
+    acc._skip_window = lambda window_loss, *args, **kwargs: skips.append(window_loss)
+    return skips
+
+
 @pytest.mark.exercise("4.4")
 def test_step_returns_false_when_the_window_is_skipped():
     w = _model()
     before = w.numpy().copy()
     acc = GradientAccumulator(SGD([w], lr=0.1), accumulation_steps=2)
+    skips = _record_skips(acc)
     acc.backward(_mean_loss(w, X[:2]), num_items=2)
     assert acc.step() is False
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with np.errstate(invalid="ignore"):
         acc.backward(_mean_loss(w, X[2:4]) * float("nan"), num_items=2)
-        updated = acc.step()
+    updated = acc.step()
+    assert len(skips) == 1, "the k-th step() of a window with a nan loss skips it (_update)"
     assert updated is False, (
-        f"the k-th step() of a window with a nan loss returned {updated}: step() returns "
-        "what _update() returns, False when the window was skipped")
+        f"the k-th step() of a window that was skipped returned {updated}: step() returns "
+        "what _update() returns, False when no update was made")
     assert np.array_equal(w.numpy(), before) and acc.updates == 0
 
 
@@ -267,19 +274,23 @@ def test_a_non_finite_window_is_not_stepped(where):
     w = minigrad.tensor(np.array([0.0, 1.0, 2.0]), requires_grad=True)
     before = w.numpy().copy()
     acc = GradientAccumulator(SGD([w], lr=0.1), accumulation_steps=1)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+    skips = _record_skips(acc)
+    with np.errstate(all="ignore"):
         if where == "loss":             # a nan loss: not back-propagated, .grad stays finite
             loss = (w * w).sum() * float("nan")
         else:                           # a finite loss 0 whose gradient is inf at w = 0
             loss = (w.sqrt() * 0.0).sum()
         acc.backward(loss, num_items=1)
         updated = acc.step()
-    assert updated is False and acc.skipped_windows == 1, (
-        f"a window with a non-finite {where} must be skipped (_skip_window): "
-        f"step() returned {updated}, skipped_windows is {acc.skipped_windows}; check both "
-        "the window's nonfinite flag (a nan loss) and the gradients (all_finite)")
-    assert np.array_equal(w.numpy(), before), \
+    assert len(skips) == 1, (
+        f"a window with a non-finite {where} must be handed to _skip_window (called "
+        f"{len(skips)} times): check both the window's nonfinite flag (a nan loss is not "
+        "back-propagated) and the gradients (all_finite)")
+    expected = "nan" if where == "loss" else 0.0
+    assert (np.isnan(skips[0]) if where == "loss" else skips[0] == 0.0), (
+        f"_skip_window got the window loss {skips[0]}, expected {expected} "
+        "(the loss sum divided by the item total)")
+    assert updated is False and np.array_equal(w.numpy(), before), \
         f"a window with a non-finite {where} moved the parameters"
 
 
