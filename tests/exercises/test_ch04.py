@@ -204,3 +204,109 @@ def test_count_micro_batch_moves_the_gradient_into_the_buffer():
         "_weighted_backward, holds that line, since code of chapter 11 calls it alone")
     assert_close(acc.buffer.sums[0], grad, "the buffer's sum after one micro-batch")
     assert acc.window.item_total == 3 and acc.window.loss_sum == pytest.approx(3 * loss.item())
+
+
+@pytest.mark.exercise("4.1")
+def test_accumulate_leaf_adds_in_place_and_leaves_a_shared_gradient_alone():
+    leaf = minigrad.tensor(np.zeros(3, dtype=np.float32), requires_grad=True)
+    _accumulate_leaf(leaf, np.array([1.0, 2.0, 3.0], dtype=np.float32), owned=True)
+    grad, array = leaf.grad, leaf.grad.data
+    shared = np.array([10.0, 20.0, 30.0], dtype=np.float32)
+    _accumulate_leaf(leaf, shared, owned=False)
+    assert_close(leaf.grad, [11.0, 22.0, 33.0], "leaf.grad after two gradients")
+    assert leaf.grad is grad and leaf.grad.data is array, (
+        "a later gradient is added in place into the existing .grad array "
+        "(leaf._grad._data += g): .grad must stay the same Tensor holding the same array, "
+        "not a new one")
+    assert_close(shared, [10.0, 20.0, 30.0],
+                 "the second gradient, passed with owned=False (must not change)",
+                 [([11.0, 22.0, 33.0], "the sum was written into g, an array that someone "
+                                       "else may hold: add g into .grad, not .grad into g")])
+
+
+def _record_skips(acc):
+    """Replace ``acc._skip_window`` (exercise 5.3, chapter 5) by a recorder of the
+    window losses it is called with."""
+    skips = []
+    acc._skip_window = lambda window_loss, *args, **kwargs: skips.append(window_loss)
+    return skips
+
+
+@pytest.mark.exercise("4.4")
+def test_step_returns_false_when_the_window_is_skipped():
+    w = _model()
+    before = w.numpy().copy()
+    acc = GradientAccumulator(SGD([w], lr=0.1), accumulation_steps=2)
+    skips = _record_skips(acc)
+    acc.backward(_mean_loss(w, X[:2]), num_items=2)
+    assert acc.step() is False
+    with np.errstate(invalid="ignore"):
+        acc.backward(_mean_loss(w, X[2:4]) * float("nan"), num_items=2)
+    updated = acc.step()
+    assert len(skips) == 1, "the k-th step() of a window with a nan loss skips it (_update)"
+    assert updated is False, (
+        f"the k-th step() of a window that was skipped returned {updated}: step() returns "
+        "what _update() returns, False when no update was made")
+    assert np.array_equal(w.numpy(), before) and acc.updates == 0
+
+
+@pytest.mark.exercise("4.5")
+def test_the_window_loss_is_the_mean_over_the_items():
+    w = _model()
+    acc = GradientAccumulator(SGD([w], lr=0.0), accumulation_steps=2)
+    losses = []
+    for rows in (X[:1], X[1:4]):
+        loss = _mean_loss(w, rows)
+        losses.append(loss.item())
+        acc.backward(loss, num_items=len(rows))
+        acc.step()
+    expected = (1 * losses[0] + 3 * losses[1]) / 4
+    assert acc.window_loss == pytest.approx(expected, rel=1e-12), (
+        f"window_loss after a window of 1 + 3 items is {acc.window_loss}; expected "
+        f"(1·L1 + 3·L2) / 4 = {expected}, the loss sum divided by the item total" + (
+            " (that is the loss sum divided by k = 2)"
+            if acc.window_loss == pytest.approx(2 * expected) else ""))
+
+
+@pytest.mark.exercise("4.5")
+@pytest.mark.parametrize("where", ["loss", "gradient"])
+def test_a_non_finite_window_is_not_stepped(where):
+    w = minigrad.tensor(np.array([0.0, 1.0, 2.0]), requires_grad=True)
+    before = w.numpy().copy()
+    acc = GradientAccumulator(SGD([w], lr=0.1), accumulation_steps=1)
+    skips = _record_skips(acc)
+    with np.errstate(all="ignore"):
+        if where == "loss":             # a nan loss: not back-propagated, .grad stays finite
+            loss = (w * w).sum() * float("nan")
+        else:                           # a finite loss 0 whose gradient is inf at w = 0
+            loss = (w.sqrt() * 0.0).sum()
+        acc.backward(loss, num_items=1)
+        updated = acc.step()
+    assert len(skips) == 1, (
+        f"a window with a non-finite {where} must be handed to _skip_window (called "
+        f"{len(skips)} times): check both the window's nonfinite flag (a nan loss is not "
+        "back-propagated) and the gradients (all_finite)")
+    expected = "nan" if where == "loss" else 0.0
+    assert (np.isnan(skips[0]) if where == "loss" else skips[0] == 0.0), (
+        f"_skip_window got the window loss {skips[0]}, expected {expected} "
+        "(the loss sum divided by the item total)")
+    assert updated is False and np.array_equal(w.numpy(), before), \
+        f"a window with a non-finite {where} moved the parameters"
+
+
+@pytest.mark.exercise("4.5")
+def test_a_float16_gradient_is_divided_by_a_large_item_total():
+    """80,000 items: as a float16 number the count is inf (float16 ends at 65,504)."""
+    w = minigrad.tensor(np.array([0.5, -1.0, 2.0], dtype=np.float16), requires_grad=True)
+    acc = GradientAccumulator(SGD([w], lr=1000.0), accumulation_steps=2)
+    x = np.full((1, 3), 1e-4, dtype=np.float16)
+    for _ in range(2):      # each: .grad gains 40,000 × 1e-4 = 4 per entry
+        acc.backward((minigrad.tensor(x) @ w).sum(), num_items=40_000)
+        acc.step()
+    # the mean gradient is 8 / 80,000 = 1e-4 per entry: lr × 1e-4 = 0.1
+    assert_close(w, np.array([0.4, -1.1, 1.9], dtype=np.float16),
+                 "float16 parameters after a window of 80,000 items",
+                 [(np.array([0.5, -1.0, 2.0], dtype=np.float16),
+                               "the gradient became 0: divide by "
+                               "backend.count_as(total, g), not by the Python number (in a "
+                               "float16 division 80,000 is inf)")], rtol=1e-2, atol=1e-3)

@@ -8,7 +8,7 @@ import minigrad
 from minigrad import nn
 from minigrad.data.text import make_lm_batch
 from minigrad.experiments.char_lm import token_loss
-from minigrad.optim import SGD, GradientAccumulator
+from minigrad.optim import SGD, GradientAccumulator, GradScaler
 
 from .check import assert_close, rng
 
@@ -116,3 +116,152 @@ def test_a_non_finite_gradient_with_a_finite_loss_is_skipped_too():
     assert updated is False and acc.skipped_windows == 1, \
         "a window whose gradient holds inf or nan is skipped, even when its loss is finite"
     assert np.array_equal(w.numpy(), before) and w.grad is None
+
+
+def _nan_step(acc, loss, num_items=2):
+    """backward and step of a micro-batch whose loss is made nan; returns (step's
+    result, the RuntimeWarnings issued)."""
+    with np.errstate(invalid="ignore"), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        acc.backward(loss * float("nan"), num_items=num_items)
+        updated = acc.step()
+    return updated, [c for c in caught if issubclass(c.category, RuntimeWarning)]
+
+
+@pytest.mark.exercise("5.1")
+def test_flush_of_an_empty_window_does_nothing():
+    w = _model()
+    acc = GradientAccumulator(SGD([w], lr=0.1), accumulation_steps=2)
+    for start in (0, 2):
+        acc.backward(_mean_loss(w, X[start:start + 2]), num_items=2)
+        acc.step()
+    assert acc.updates == 1 and acc.micro_step == 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        flushed = acc.flush()
+    assert flushed is False, f"flush() right after a full window returned {flushed}"
+    assert not caught and acc.skipped_windows == 0, (
+        "flush() with no micro-batch pending must do nothing: it skipped a window and warned "
+        f"({[str(c.message)[:60] for c in caught]}): return False before calling _update() "
+        "when the window holds no micro-batch (micro_step == 0)")
+
+
+@pytest.mark.exercise("5.1")
+def test_flush_applies_a_window_of_one_micro_batch():
+    w, lr = _model(), 0.1
+    before = w.numpy().copy()
+    acc = GradientAccumulator(SGD([w], lr=lr), accumulation_steps=4)
+    acc.backward(_mean_loss(w, X[:3]), num_items=3)
+    acc.step()
+    assert acc.micro_step == 1
+    assert acc.flush() is True, \
+        "flush() with one micro-batch pending (micro_step == 1) must update and return True"
+    assert_close(w, before - lr * 2 * X[:3].T @ (X[:3] @ before) / 3,
+                 "the parameters after flush() of one micro-batch of 3 items")
+
+
+@pytest.mark.exercise("5.1")
+def test_flush_skips_a_pending_window_without_items():
+    w = _model()
+    acc = GradientAccumulator(SGD([w], lr=0.1), accumulation_steps=3)
+    acc.backward(_mean_loss(w, X[:2]), num_items=0)     # a micro-batch, but no items
+    acc.step()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        flushed = acc.flush()
+    assert flushed is False, \
+        f"flush() of a window whose micro-batches hold no items returned {flushed}: " \
+        "there is no mean to step on, _update() skips it and flush() returns its False"
+    assert acc.micro_step == 0 and acc.skipped_windows == 1, (
+        f"after flush() the window must be closed (micro_step {acc.micro_step}, skipped "
+        f"windows {acc.skipped_windows}): a window is empty when it holds no micro-batch "
+        "(micro_step == 0), not when it holds no items; _update() skips the latter")
+    assert any(issubclass(c.category, RuntimeWarning) for c in caught)
+
+
+@pytest.mark.exercise("5.3")
+def test_a_skipped_window_records_its_loss():
+    w = _model()
+    acc = GradientAccumulator(SGD([w], lr=0.1), accumulation_steps=1)
+    acc.backward(_mean_loss(w, X[:2]), num_items=2)
+    acc.step()
+    assert np.isfinite(acc.window_loss)
+    updated, warned = _nan_step(acc, _mean_loss(w, X[2:4]))
+    assert updated is False and warned
+    assert np.isnan(acc.window_loss), (
+        f"window_loss is {acc.window_loss} after a window with a nan loss was skipped; "
+        "_skip_window records the skipped window's loss (nan), not the previous window's")
+
+
+@pytest.mark.exercise("5.3")
+def test_a_skipped_window_leaves_nothing_in_the_buffer():
+    w, lr = _model(), 0.1
+    acc = GradientAccumulator(SGD([w], lr=lr), accumulation_steps=2, compensated=True)
+    acc.backward(_mean_loss(w, X[:2]), num_items=2)     # moved into the buffer
+    acc.step()
+    updated, _ = _nan_step(acc, _mean_loss(w, X[2:4]))
+    assert updated is False and acc.skipped_windows == 1
+    before = w.numpy().copy()
+    rows = X[3:6]           # one micro-batch, applied by flush (no Kahan sum: chapter 12's)
+    acc.backward(_mean_loss(w, rows), num_items=3)
+    acc.step()
+    assert acc.flush() is True
+    expected = before - lr * 2 * rows.T @ (rows @ before) / 3
+    assert_close(w, expected, "the parameters after the window that follows a skipped one "
+                 "(with a buffer, compensated=True)",
+                 [(before - lr * (2 * rows.T @ (rows @ before) + 2 * X[:2].T @ (X[:2] @ before))
+                   / 3, "the skipped window's first micro-batch is still in the buffer: "
+                        "a skipped window's sums must not reach the next window")])
+
+
+@pytest.mark.exercise("5.3")
+def test_a_skipped_window_drops_its_batchnorm_statistics():
+    """The merging of the statistics is chapter 6's: here they are set by hand."""
+    w, bn = _model(), nn.BatchNorm1d(2)
+    acc = GradientAccumulator(SGD([w], lr=0.1), accumulation_steps=1, model=bn)
+    bn.set_pending_stats({"count": np.array(4), "mean": np.array([5.0, 6.0]),
+                          "m2": np.array([1.0, 2.0])})
+    updated, _ = _nan_step(acc, _mean_loss(w, X[:2]))
+    assert updated is False and acc.skipped_windows == 1
+    assert bn.get_pending_stats() is None, (
+        "the skipped window's BatchNorm statistics are still pending, to be merged into the "
+        "next window's: _skip_window drops them (layer.set_pending_stats(None) for each "
+        "layer of nn.batchnorm_layers(self.model))")
+
+
+class _ScalerWithoutUnscale(GradScaler):
+    """A GradScaler whose ``unscale_`` (exercise 12.2, chapter 12) does nothing:
+    the windows here hold no gradient to unscale."""
+
+    def unscale_(self, optimizer):
+        pass
+
+
+@pytest.mark.exercise("5.3")
+def test_a_skipped_window_backs_the_scale_off_under_a_grad_scaler():
+    w = _model()
+    scaler = _ScalerWithoutUnscale(init_scale=8.0)
+    acc = GradientAccumulator(SGD([w], lr=0.1), accumulation_steps=1, scaler=scaler)
+    updated, warned = _nan_step(acc, _mean_loss(w, X[:2]))
+    assert updated is False and acc.skipped_windows == 1
+    assert scaler.get_scale() == 4.0, (
+        f"the scale is {scaler.get_scale()} after a window with a nan loss; under a "
+        "GradScaler that is an overflow like any other: scaler.update() backs it off (8 → 4)")
+    assert not warned, "under a GradScaler a non-finite window is skipped silently (no warning)"
+
+
+@pytest.mark.exercise("5.3")
+def test_a_window_without_items_warns_and_keeps_the_scale():
+    w = _model()
+    scaler = GradScaler(init_scale=8.0)
+    acc = GradientAccumulator(SGD([w], lr=0.1), accumulation_steps=1, scaler=scaler)
+    acc.backward(_mean_loss(w, X[:2]), num_items=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        updated = acc.step()
+    assert updated is False and acc.skipped_windows == 1
+    assert scaler.get_scale() == 8.0, (
+        f"the scale is {scaler.get_scale()}: a window without items is no overflow, the "
+        "scale stays; only a non-finite window backs it off")
+    assert any(issubclass(c.category, RuntimeWarning) for c in caught), \
+        "a window without items is skipped with a RuntimeWarning, a GradScaler or not"
