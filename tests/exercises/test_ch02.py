@@ -100,6 +100,22 @@ def test_cross_entropy_forward_skips_ignored_positions(reduction):
                  [(per.sum() / 4, "the mean is over the 3 kept positions, not all 4")])
 
 
+@pytest.mark.exercise("2.5")
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_cross_entropy_ignores_an_index_that_is_a_class(reduction):
+    target = np.array([0, 1, 2, 1])              # ignore_index=1 is also a valid class
+    logp = np.log(_softmax(LOGITS))
+    per = -logp[[0, 2], [0, 2]]                  # rows 1 and 3 are ignored
+    expected = per.mean() if reduction == "mean" else per.sum()
+    got = CrossEntropy(ignore_index=1, reduction=reduction)(minigrad.tensor(LOGITS),
+                                                            minigrad.tensor(target))
+    every = -logp[np.arange(4), target]
+    assert_close(got, expected, f"cross_entropy(ignore_index=1, reduction={reduction!r})",
+                 [(every.mean() if reduction == "mean" else every.sum(),
+                   "ignore_index=1 lies in [0, C): targets equal to it are still ignored, "
+                   "even though every target is a valid class")])
+
+
 @pytest.mark.exercise("2.6")
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
 def test_cross_entropy_backward_is_softmax_minus_one_hot(reduction):
