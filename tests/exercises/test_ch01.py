@@ -48,6 +48,20 @@ def test_exp_backward():
     assert_close(ga, G * np.exp(A), "Exp.backward", [(G * A, "d exp(a)/da = exp(a), not a")])
 
 
+@pytest.mark.exercise("1.4")
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_exp_backward_keeps_the_dtype(dtype):
+    a = np.array([-1.0, 0.0, 2.0], dtype=dtype)
+    g = np.array([1.0, 3.0, 0.5], dtype=dtype)
+    fn = Exp()
+    fn(minigrad.tensor(a, requires_grad=True))
+    ga = fn.backward(g)
+    assert ga.dtype == dtype, \
+        f"Exp.backward gave a {ga.dtype} gradient for a {np.dtype(dtype)} input: " \
+        "multiply g by the saved output as it is, without casting it"
+    assert_close(ga, g * np.exp(a), "Exp.backward", rtol=1e-3)
+
+
 @pytest.mark.exercise("1.5")
 def test_log_backward():
     _, (ga,) = forward_backward(Log(), [B], G)
