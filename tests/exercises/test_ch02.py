@@ -34,6 +34,25 @@ def test_relu_backward_masks_the_gradient():
                   (np.array([0.0, 0.0, 0.0, 1.0, 1.0]), "multiply the mask by g")])
 
 
+@pytest.mark.exercise("2.1")
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_relu_backward_passes_the_gradient_at_nan_and_blocks_inf(dtype):
+    a = np.array([np.nan, -1.0, 0.0, 2.0], dtype=dtype)
+    g = np.array([3.0, np.inf, np.nan, 5.0], dtype=dtype)
+    fn = ReLU()
+    fn(minigrad.tensor(a, requires_grad=True))
+    with np.errstate(all="ignore"):
+        ga = fn.backward(g)
+    assert ga.dtype == dtype, f"ReLU.backward gave {ga.dtype} for {np.dtype(dtype)} input"
+    assert_close(ga, [3.0, 0.0, 0.0, 5.0], "ReLU.backward at a = [nan, -1, 0, 2] with "
+                 "g = [3, inf, nan, 5]",
+                 [(np.array([0.0, 0.0, 0.0, 5.0]), "a nan input passes its gradient, as "
+                   "PyTorch's threshold_backward: block only where the output is 0 "
+                   "(nan > 0 is False, but nan != 0 is True)"),
+                  (np.array([3.0, np.nan, np.nan, 5.0]), "a blocked entry's gradient is "
+                   "exactly 0, also for an inf or nan g: select, do not multiply by a mask")])
+
+
 @pytest.mark.exercise("2.2")
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_sigmoid_never_overflows(dtype):
