@@ -240,6 +240,39 @@ def test_running_statistics_move_by_momentum():
     assert_close(running_var, [1.4, 1.8], "running_var after one update")
 
 
+@pytest.mark.exercise("2.11")
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_running_statistics_are_updated_in_place(dtype):
+    running_mean = minigrad.tensor(np.array([0.0, 1.0], dtype=dtype))
+    running_var = minigrad.tensor(np.array([1.0, 1.0], dtype=dtype))
+    mean_buffer, var_buffer = running_mean.data, running_var.data
+    _update_running_stats(running_mean, running_var, np.array([2.0, 3.0]),
+                          np.array([5.0, 9.0]), 0.5)
+    for name, tensor, buffer in [("running_mean", running_mean, mean_buffer),
+                                 ("running_var", running_var, var_buffer)]:
+        assert tensor.data is buffer and tensor.dtype == dtype, \
+            f"{name} became a new array of dtype {tensor.dtype} (was {np.dtype(dtype)}): " \
+            f"write the blend into the buffer ({name}.data[...] = ...), which keeps its " \
+            "dtype (float16 buffers are blended in float32) and every view of it"
+    assert_close(running_mean, [1.0, 2.0], "running_mean after one update (momentum 0.5)")
+    assert_close(running_var, [3.0, 5.0], "running_var after one update (momentum 0.5)")
+
+
+@pytest.mark.exercise("2.12")
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_embedding_backward_keeps_the_dtype(dtype):
+    weight = np.ones((4, 2), dtype=dtype)
+    ids = np.array([1, 3, 1])
+    g = np.arange(6, dtype=dtype).reshape(3, 2)
+    fn = EmbeddingFunction(ids)
+    fn(minigrad.tensor(weight, requires_grad=True))
+    gw = fn.backward(g)
+    assert gw.dtype == dtype, \
+        f"EmbeddingFunction.backward gave a {gw.dtype} gradient for a {np.dtype(dtype)} " \
+        "table: create the zero table in the gradient's dtype (dtype=g.dtype)"
+    assert_close(gw, [[0, 0], [4, 6], [0, 0], [2, 3]], "EmbeddingFunction.backward")
+
+
 @pytest.mark.exercise("2.12")
 def test_embedding_backward_scatter_adds_rows():
     weight = rng(10).standard_normal((5, 3))
