@@ -78,6 +78,35 @@ def test_tanh_backward():
                   (G * (1 - A * A), "use tanh(a)² (the saved output), not a²")])
 
 
+@pytest.mark.exercise("1.5")
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_log_backward_keeps_the_dtype(dtype):
+    a = np.array([0.5, 1.0, 4.0], dtype=dtype)
+    g = np.array([1.0, 3.0, 2.0], dtype=dtype)
+    fn = Log()
+    fn(minigrad.tensor(a, requires_grad=True))
+    ga = fn.backward(g)
+    assert ga.dtype == dtype, \
+        f"Log.backward gave a {ga.dtype} gradient for a {np.dtype(dtype)} input: " \
+        "divide g by the saved input as it is, without casting it"
+    assert_close(ga, [2.0, 3.0, 0.5], "Log.backward", rtol=1e-3)
+
+
+@pytest.mark.exercise("1.6")
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_tanh_backward_keeps_the_dtype(dtype):
+    a = np.array([-1.0, 0.0, 0.5], dtype=dtype)
+    g = np.array([1.0, 3.0, 2.0], dtype=dtype)
+    fn = Tanh()
+    fn(minigrad.tensor(a, requires_grad=True))
+    ga = fn.backward(g)
+    assert ga.dtype == dtype, \
+        f"Tanh.backward gave a {ga.dtype} gradient for a {np.dtype(dtype)} input: " \
+        "use the saved output as it is, without casting it"
+    t = np.tanh(a.astype(np.float64))
+    assert_close(ga, g * (1 - t * t), "Tanh.backward", rtol=2e-3, atol=1e-3)
+
+
 @pytest.mark.exercise("1.7")
 @pytest.mark.parametrize("grad_shape, shape", [((2, 3, 4), (3, 1)), ((2, 3, 4), (4,)),
                                                ((3, 4), ()), ((2, 3, 4), (1, 3, 4)),
