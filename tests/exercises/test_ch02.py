@@ -135,6 +135,42 @@ def test_cross_entropy_ignores_an_index_that_is_a_class(reduction):
                    "even though every target is a valid class")])
 
 
+@pytest.mark.exercise("2.5")
+def test_cross_entropy_none_with_nothing_ignored_keeps_one_loss_per_position():
+    target = np.array([0, 2, 1, 1])              # every position kept
+    g = np.array([1.0, 2.0, -1.0, 0.5])          # one upstream gradient per position
+    fn = CrossEntropy(reduction="none")
+    got = fn(minigrad.tensor(LOGITS, requires_grad=True), minigrad.tensor(target))
+    logp = np.log(_softmax(LOGITS))
+    assert_close(got, -logp[np.arange(4), target], "cross_entropy(reduction='none')")
+    try:
+        grad, _ = fn.backward(g)
+    except ValueError as e:
+        pytest.fail(f"CrossEntropy(reduction='none').backward with nothing ignored raised "
+                    f"{e}: with reduction='none' each row has its own weight g[i], so "
+                    "forward must not take the shortcut for 'nothing ignored' (keep=None), "
+                    "which is for a single mean or sum", pytrace=False)
+    onehot = np.eye(3)[target]
+    assert_close(grad, (_softmax(LOGITS) - onehot) * g[:, None],
+                 "CrossEntropy(reduction='none').backward with nothing ignored")
+
+
+@pytest.mark.exercise("2.10")
+def test_normalization_backward_keeps_float32():
+    x = rng(14).standard_normal((5, 3)).astype(np.float32)
+    dxhat = rng(15).standard_normal((5, 3)).astype(np.float32)
+    mean = x.mean(axis=0, keepdims=True)
+    inv_std = (1 / np.sqrt(x.var(axis=0, keepdims=True) + 1e-5)).astype(np.float32)
+    xhat = (x - mean) * inv_std
+    got = normalized_grad(dxhat, xhat, inv_std, (0,))
+    assert got.dtype == np.float32, \
+        f"normalized_grad gave {got.dtype} for float32 inputs: keep the means in the " \
+        "inputs' dtype (a float64 gradient doubles the memory of a float32 model)"
+    x64, d64 = xhat.astype(np.float64), dxhat.astype(np.float64)
+    expected = inv_std * (d64 - d64.mean(axis=0) - x64 * (d64 * x64).mean(axis=0))
+    assert_close(got, expected, "normalized_grad in float32", rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.exercise("2.6")
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
 def test_cross_entropy_backward_is_softmax_minus_one_hot(reduction):
@@ -178,6 +214,17 @@ def test_inverted_dropout_mask():
                    "1/(1 - p), so that the expected output equals the input"),
                   (np.array([1 / 0.6, 0.0, 1 / 0.6, 0.0, 0.0]), "keep where u >= p "
                    "(probability 1 - p), drop where u < p")], rtol=1e-6)
+
+
+@pytest.mark.exercise("2.8")
+def test_inverted_dropout_mask_compares_the_uniforms_as_given():
+    u = np.array([0.39995, 0.5, 0.1])          # 0.39995 < p, but rounds to 0.4 in float16
+    got = scaled_mask(u, 0.4, np.float16)
+    assert got.dtype == np.float16, f"the mask must have the requested dtype, got {got.dtype}"
+    assert_close(got, [0.0, 1 / 0.6, 0.0], "scaled_mask(u, p=0.4, float16)",
+                 [(np.array([1 / 0.6, 1 / 0.6, 0.0]), "compare u >= p on the uniforms as "
+                   "given, then cast the mask: in float16 a u just below p rounds to p")],
+                 rtol=1e-3)
 
 
 @pytest.mark.exercise("2.9")
