@@ -489,7 +489,7 @@ def _attention_function(query, key, value, attn_mask, dropout_p, is_causal, scal
             u = backend.to_device(generator.random(weights_shape), query.device)
         else:
             u = _random.global_hash_uniform(weights_shape, query.device)
-        drop_mask = scaled_mask(u, dropout_p, query.dtype)
+        drop_mask = scaled_mask(u, float(dropout_p), query.dtype)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     return ScaledDotProductAttention(scale, bool_mask, drop_mask, return_weights), inputs
 

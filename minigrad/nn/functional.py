@@ -540,7 +540,8 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
     if not training or p == 0.0:
         return x
     u = dropout_uniforms(x.shape, x.device, generator, example_index, step, layer_id)
-    return _in_place(x, DropoutFunction(scaled_mask(u, p, x.dtype))(x), inplace)
+    # float(p): a NumPy float64 p would make the scale, and the result, float64
+    return _in_place(x, DropoutFunction(scaled_mask(u, float(p), x.dtype))(x), inplace)
 
 
 # --------------------------------------------------------------------- losses

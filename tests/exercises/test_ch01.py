@@ -48,6 +48,20 @@ def test_exp_backward():
     assert_close(ga, G * np.exp(A), "Exp.backward", [(G * A, "d exp(a)/da = exp(a), not a")])
 
 
+@pytest.mark.exercise("1.4")
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_exp_backward_keeps_the_dtype(dtype):
+    a = np.array([-1.0, 0.0, 2.0], dtype=dtype)
+    g = np.array([1.0, 3.0, 0.5], dtype=dtype)
+    fn = Exp()
+    fn(minigrad.tensor(a, requires_grad=True))
+    ga = fn.backward(g)
+    assert ga.dtype == dtype, \
+        f"Exp.backward gave a {ga.dtype} gradient for a {np.dtype(dtype)} input: " \
+        "multiply g by the saved output as it is, without casting it"
+    assert_close(ga, g * np.exp(a), "Exp.backward", rtol=1e-3)
+
+
 @pytest.mark.exercise("1.5")
 def test_log_backward():
     _, (ga,) = forward_backward(Log(), [B], G)
@@ -62,6 +76,35 @@ def test_tanh_backward():
     assert_close(ga, G * (1 - t * t), "Tanh.backward",
                  [(G * (1 - t), "d tanh(a)/da = 1 - tanh(a)², square the tanh"),
                   (G * (1 - A * A), "use tanh(a)² (the saved output), not a²")])
+
+
+@pytest.mark.exercise("1.5")
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_log_backward_keeps_the_dtype(dtype):
+    a = np.array([0.5, 1.0, 4.0], dtype=dtype)
+    g = np.array([1.0, 3.0, 2.0], dtype=dtype)
+    fn = Log()
+    fn(minigrad.tensor(a, requires_grad=True))
+    ga = fn.backward(g)
+    assert ga.dtype == dtype, \
+        f"Log.backward gave a {ga.dtype} gradient for a {np.dtype(dtype)} input: " \
+        "divide g by the saved input as it is, without casting it"
+    assert_close(ga, [2.0, 3.0, 0.5], "Log.backward", rtol=1e-3)
+
+
+@pytest.mark.exercise("1.6")
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_tanh_backward_keeps_the_dtype(dtype):
+    a = np.array([-1.0, 0.0, 0.5], dtype=dtype)
+    g = np.array([1.0, 3.0, 2.0], dtype=dtype)
+    fn = Tanh()
+    fn(minigrad.tensor(a, requires_grad=True))
+    ga = fn.backward(g)
+    assert ga.dtype == dtype, \
+        f"Tanh.backward gave a {ga.dtype} gradient for a {np.dtype(dtype)} input: " \
+        "use the saved output as it is, without casting it"
+    t = np.tanh(a.astype(np.float64))
+    assert_close(ga, g * (1 - t * t), "Tanh.backward", rtol=2e-3, atol=1e-3)
 
 
 @pytest.mark.exercise("1.7")

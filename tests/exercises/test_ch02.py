@@ -34,6 +34,25 @@ def test_relu_backward_masks_the_gradient():
                   (np.array([0.0, 0.0, 0.0, 1.0, 1.0]), "multiply the mask by g")])
 
 
+@pytest.mark.exercise("2.1")
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_relu_backward_passes_the_gradient_at_nan_and_blocks_inf(dtype):
+    a = np.array([np.nan, -1.0, 0.0, 2.0], dtype=dtype)
+    g = np.array([3.0, np.inf, np.nan, 5.0], dtype=dtype)
+    fn = ReLU()
+    fn(minigrad.tensor(a, requires_grad=True))
+    with np.errstate(all="ignore"):
+        ga = fn.backward(g)
+    assert ga.dtype == dtype, f"ReLU.backward gave {ga.dtype} for {np.dtype(dtype)} input"
+    assert_close(ga, [3.0, 0.0, 0.0, 5.0], "ReLU.backward at a = [nan, -1, 0, 2] with "
+                 "g = [3, inf, nan, 5]",
+                 [(np.array([0.0, 0.0, 0.0, 5.0]), "a nan input passes its gradient, as "
+                   "PyTorch's threshold_backward: block only where the output is 0 "
+                   "(nan > 0 is False, but nan != 0 is True)"),
+                  (np.array([3.0, np.nan, np.nan, 5.0]), "a blocked entry's gradient is "
+                   "exactly 0, also for an inf or nan g: select, do not multiply by a mask")])
+
+
 @pytest.mark.exercise("2.2")
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_sigmoid_never_overflows(dtype):
@@ -100,6 +119,58 @@ def test_cross_entropy_forward_skips_ignored_positions(reduction):
                  [(per.sum() / 4, "the mean is over the 3 kept positions, not all 4")])
 
 
+@pytest.mark.exercise("2.5")
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_cross_entropy_ignores_an_index_that_is_a_class(reduction):
+    target = np.array([0, 1, 2, 1])              # ignore_index=1 is also a valid class
+    logp = np.log(_softmax(LOGITS))
+    per = -logp[[0, 2], [0, 2]]                  # rows 1 and 3 are ignored
+    expected = per.mean() if reduction == "mean" else per.sum()
+    got = CrossEntropy(ignore_index=1, reduction=reduction)(minigrad.tensor(LOGITS),
+                                                            minigrad.tensor(target))
+    every = -logp[np.arange(4), target]
+    assert_close(got, expected, f"cross_entropy(ignore_index=1, reduction={reduction!r})",
+                 [(every.mean() if reduction == "mean" else every.sum(),
+                   "ignore_index=1 lies in [0, C): targets equal to it are still ignored, "
+                   "even though every target is a valid class")])
+
+
+@pytest.mark.exercise("2.6")      # its backward is 2.6's; the forward's shortcut is 2.5's
+def test_cross_entropy_none_with_nothing_ignored_keeps_one_loss_per_position():
+    target = np.array([0, 2, 1, 1])              # every position kept
+    g = np.array([1.0, 2.0, -1.0, 0.5])          # one upstream gradient per position
+    fn = CrossEntropy(reduction="none")
+    got = fn(minigrad.tensor(LOGITS, requires_grad=True), minigrad.tensor(target))
+    logp = np.log(_softmax(LOGITS))
+    assert_close(got, -logp[np.arange(4), target], "cross_entropy(reduction='none')")
+    try:
+        grad, _ = fn.backward(g)
+    except ValueError as e:
+        pytest.fail(f"CrossEntropy(reduction='none').backward with nothing ignored raised "
+                    f"{e}: with reduction='none' each row has its own weight g[i], so "
+                    "forward must not take the shortcut for 'nothing ignored' (keep=None), "
+                    "which is for a single mean or sum", pytrace=False)
+    onehot = np.eye(3)[target]
+    assert_close(grad, (_softmax(LOGITS) - onehot) * g[:, None],
+                 "CrossEntropy(reduction='none').backward with nothing ignored")
+
+
+@pytest.mark.exercise("2.10")
+def test_normalization_backward_keeps_float32():
+    x = rng(14).standard_normal((5, 3)).astype(np.float32)
+    dxhat = rng(15).standard_normal((5, 3)).astype(np.float32)
+    mean = x.mean(axis=0, keepdims=True)
+    inv_std = (1 / np.sqrt(x.var(axis=0, keepdims=True) + 1e-5)).astype(np.float32)
+    xhat = (x - mean) * inv_std
+    got = normalized_grad(dxhat, xhat, inv_std, (0,))
+    assert got.dtype == np.float32, \
+        f"normalized_grad gave {got.dtype} for float32 inputs: keep the means in the " \
+        "inputs' dtype (a float64 gradient doubles the memory of a float32 model)"
+    x64, d64 = xhat.astype(np.float64), dxhat.astype(np.float64)
+    expected = inv_std * (d64 - d64.mean(axis=0) - x64 * (d64 * x64).mean(axis=0))
+    assert_close(got, expected, "normalized_grad in float32", rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.exercise("2.6")
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
 def test_cross_entropy_backward_is_softmax_minus_one_hot(reduction):
@@ -143,6 +214,17 @@ def test_inverted_dropout_mask():
                    "1/(1 - p), so that the expected output equals the input"),
                   (np.array([1 / 0.6, 0.0, 1 / 0.6, 0.0, 0.0]), "keep where u >= p "
                    "(probability 1 - p), drop where u < p")], rtol=1e-6)
+
+
+@pytest.mark.exercise("2.8")
+def test_inverted_dropout_mask_compares_the_uniforms_as_given():
+    u = np.array([0.39995, 0.5, 0.1])          # 0.39995 < p, but rounds to 0.4 in float16
+    got = scaled_mask(u, 0.4, np.float16)
+    assert got.dtype == np.float16, f"the mask must have the requested dtype, got {got.dtype}"
+    assert_close(got, [0.0, 1 / 0.6, 0.0], "scaled_mask(u, p=0.4, float16)",
+                 [(np.array([1 / 0.6, 1 / 0.6, 0.0]), "compare u >= p on the uniforms as "
+                   "given, then cast the mask: in float16 a u just below p rounds to p")],
+                 rtol=1e-3)
 
 
 @pytest.mark.exercise("2.9")
@@ -203,6 +285,39 @@ def test_running_statistics_move_by_momentum():
                  [(np.array([1.8, 2.8]), "momentum (0.1) is the weight of the *new* "
                                          "statistic: (1 - m)·running + m·new")])
     assert_close(running_var, [1.4, 1.8], "running_var after one update")
+
+
+@pytest.mark.exercise("2.11")
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_running_statistics_are_updated_in_place(dtype):
+    running_mean = minigrad.tensor(np.array([0.0, 1.0], dtype=dtype))
+    running_var = minigrad.tensor(np.array([1.0, 1.0], dtype=dtype))
+    mean_buffer, var_buffer = running_mean.data, running_var.data
+    _update_running_stats(running_mean, running_var, np.array([2.0, 3.0]),
+                          np.array([5.0, 9.0]), 0.5)
+    for name, tensor, buffer in [("running_mean", running_mean, mean_buffer),
+                                 ("running_var", running_var, var_buffer)]:
+        assert tensor.data is buffer and tensor.dtype == dtype, \
+            f"{name} became a new array of dtype {tensor.dtype} (was {np.dtype(dtype)}): " \
+            f"write the blend into the buffer ({name}.data[...] = ...), which keeps its " \
+            "dtype (float16 buffers are blended in float32) and every view of it"
+    assert_close(running_mean, [1.0, 2.0], "running_mean after one update (momentum 0.5)")
+    assert_close(running_var, [3.0, 5.0], "running_var after one update (momentum 0.5)")
+
+
+@pytest.mark.exercise("2.12")
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_embedding_backward_keeps_the_dtype(dtype):
+    weight = np.ones((4, 2), dtype=dtype)
+    ids = np.array([1, 3, 1])
+    g = np.arange(6, dtype=dtype).reshape(3, 2)
+    fn = EmbeddingFunction(ids)
+    fn(minigrad.tensor(weight, requires_grad=True))
+    gw = fn.backward(g)
+    assert gw.dtype == dtype, \
+        f"EmbeddingFunction.backward gave a {gw.dtype} gradient for a {np.dtype(dtype)} " \
+        "table: create the zero table in the gradient's dtype (dtype=g.dtype)"
+    assert_close(gw, [[0, 0], [4, 6], [0, 0], [2, 3]], "EmbeddingFunction.backward")
 
 
 @pytest.mark.exercise("2.12")

@@ -184,3 +184,16 @@ def test_dropout_errors():
         with nn.dropout_context(step=-1, example_index=[0]):
             pass
     assert "per_example=True" in repr(layer)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_a_numpy_float_p_keeps_the_input_dtype(dtype):
+    """p given as np.float64 (e.g. read from an array of settings): the result
+    keeps the input's dtype, as with a Python float."""
+    x = minigrad.tensor(np.ones((4, 5), dtype=dtype), requires_grad=True)
+    y = F.dropout(x, p=np.float64(0.4), generator=np.random.default_rng(0))
+    assert y.dtype == dtype
+    same = F.dropout(x, p=0.4, generator=np.random.default_rng(0))
+    np.testing.assert_array_equal(y.numpy(), same.numpy())
+    y.sum().backward()
+    assert x.grad.dtype == dtype
