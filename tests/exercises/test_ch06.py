@@ -93,6 +93,19 @@ def test_channel_moments_are_float64_for_float32_input():
                  "M2 of float32 input, computed in float64")
 
 
+@pytest.mark.exercise("6.1")
+@pytest.mark.parametrize("shape", [(5, 3), (2, 3, 2, 2)])
+def test_channel_moments_of_2d_and_4d_input(shape):
+    x = rng(2).standard_normal(shape) + 3
+    axes = (0,) + tuple(range(2, x.ndim))
+    got = channel_moments(minigrad.tensor(x))
+    mean = x.mean(axis=axes)
+    m2 = ((x - x.mean(axis=axes, keepdims=True)) ** 2).sum(axis=axes)
+    assert int(got["count"]) == x.size // 3
+    assert_close(got["mean"], mean, f"the per-channel mean of a {shape} input")
+    assert_close(got["m2"], m2, f"M2 of a {shape} input (the mean is broadcast back over "
+                 "every axis but axis 1, whatever the number of axes)")
+
 @pytest.mark.exercise("6.2")
 def test_merged_count_is_an_int64_array():
     merged = merge_moments(_summary(X[:2]), _summary(X[2:]))
