@@ -251,6 +251,33 @@ def test_named_parameters_walks_the_tree_in_order():
     assert [p for _, p in net.named_parameters()][1] is net.first.w
 
 
+@pytest.mark.exercise("2.9")
+def test_named_buffers_and_members_registered_as_none():
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(np.ones(2))
+            self.register_parameter("bias", None)          # a layer without bias
+            self.register_buffer("running", minigrad.tensor(np.zeros(2)))
+            self.register_buffer("unused", None)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = Layer()
+
+    net = Net()
+    names = [name for name, _ in net.named_parameters()]
+    assert names == ["layer.weight"], \
+        f"named_parameters gave {names}; a member registered as None is skipped: " \
+        "['layer.weight']"
+    buffers = list(net.named_buffers())
+    assert [name for name, _ in buffers] == ["layer.running"], \
+        f"named_buffers gave {[name for name, _ in buffers]}; walk the registry asked " \
+        "for (_buffers here), skipping None: ['layer.running']"
+    assert buffers[0][1] is net.layer.running
+
+
 @pytest.mark.exercise("2.10")
 def test_normalization_backward_matches_finite_differences():
     x = rng(8).standard_normal((6, 3))

@@ -170,6 +170,44 @@ def test_linear_lr_warm_up():
                    "after total_iters steps the factor stays at end_factor")])
 
 
+@pytest.mark.exercise("3.6")
+def test_step_lr_scales_the_base_rate_given():
+    sched = StepLR(SGD([_param()], lr=1.0), step_size=2, gamma=0.5)
+    got = [sched.lr_at(0.3, t, 0) for t in range(5)]
+    assert_close(got, [0.3, 0.3, 0.15, 0.15, 0.075],
+                 "StepLR.lr_at(0.3, t, 0) for t = 0..4 (a group whose base rate is 0.3)",
+                 [(np.array([1, 1, 0.5, 0.5, 0.25]), "multiply the factor by base_lr, the "
+                   "argument (not the first group's base rate, nor 1)")])
+
+
+@pytest.mark.exercise("3.7")
+def test_cosine_annealing_base_rate_and_past_t_max():
+    sched = CosineAnnealingLR(SGD([_param()], lr=1.0), T_max=4, eta_min=0.1)
+    t = np.arange(9)
+    got = [sched.lr_at(0.5, int(i), 0) for i in t]
+    expected = 0.1 + 0.4 * (1 + np.cos(np.pi * t / 4)) / 2
+    assert_close(got, expected,
+                 "CosineAnnealingLR(T_max=4, eta_min=0.1).lr_at(0.5, t, 0) for t = 0..8",
+                 [(0.1 + 0.9 * (1 + np.cos(np.pi * t / 4)) / 2,
+                   "anneal from base_lr, the argument, not from 1"),
+                  (0.1 + 0.4 * (1 + np.cos(np.pi * np.minimum(t, 4) / 4)) / 2,
+                   "past T_max the cosine continues (the rate rises again, as in PyTorch); "
+                   "do not clamp the epoch at T_max")])
+
+
+@pytest.mark.exercise("3.8")
+def test_linear_lr_end_factor_and_base_rate():
+    sched = LinearLR(SGD([_param()], lr=1.0), start_factor=0.5, end_factor=0.25,
+                     total_iters=2)
+    got = [sched.lr_at(0.2, t, 0) for t in range(4)]
+    assert_close(got, [0.1, 0.075, 0.05, 0.05],
+                 "LinearLR(start_factor=0.5, end_factor=0.25, total_iters=2)"
+                 ".lr_at(0.2, t, 0) for t = 0..3",
+                 [(np.array([0.1, 0.15, 0.2, 0.2]), "the factor goes to end_factor, not 1"),
+                  (np.array([0.5, 0.375, 0.25, 0.25]), "multiply the factor by base_lr, "
+                   "the argument")])
+
+
 @pytest.mark.exercise("3.9")
 def test_zero_grad():
     a, b, c = _param(), _param(), _param()

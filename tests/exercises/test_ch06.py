@@ -79,3 +79,57 @@ def test_one_running_statistics_update_per_window():
                                                 "M2 / (n - 1), as PyTorch")])
     assert int(bn.num_batches_tracked.item()) == 1
     assert bn.get_pending_stats() is None, "the pending state is cleared after the update"
+
+
+@pytest.mark.exercise("6.1")
+def test_channel_moments_are_float64_for_float32_input():
+    got = channel_moments(minigrad.tensor(X.astype(np.float32)))
+    for key in ("mean", "m2"):
+        assert got[key].dtype == np.float64, \
+            (f"channel_moments returns its {key} in {got[key].dtype}; compute on the float64 "
+             "copy `data`, not on x.data: statistics merged over a window must not lose "
+             "float32 precision")
+    assert_close(got["m2"], _summary(X.astype(np.float32).astype(np.float64))["m2"],
+                 "M2 of float32 input, computed in float64")
+
+
+@pytest.mark.exercise("6.1")
+@pytest.mark.parametrize("shape", [(5, 3), (2, 3, 2, 2)])
+def test_channel_moments_of_2d_and_4d_input(shape):
+    x = rng(2).standard_normal(shape) + 3
+    axes = (0,) + tuple(range(2, x.ndim))
+    got = channel_moments(minigrad.tensor(x))
+    mean = x.mean(axis=axes)
+    m2 = ((x - x.mean(axis=axes, keepdims=True)) ** 2).sum(axis=axes)
+    assert int(got["count"]) == x.size // 3
+    assert_close(got["mean"], mean, f"the per-channel mean of a {shape} input")
+    assert_close(got["m2"], m2, f"M2 of a {shape} input (the mean is broadcast back over "
+                 "every axis but axis 1, whatever the number of axes)")
+
+@pytest.mark.exercise("6.2")
+def test_merged_count_is_an_int64_array():
+    merged = merge_moments(_summary(X[:2]), _summary(X[2:]))
+    count = np.asarray(merged["count"])
+    assert count.dtype == np.int64 and count.shape == (), \
+        (f"the merged count is a {count.dtype} array of shape {count.shape}; it is an int64 "
+         "0-d array, as channel_moments returns it (a count of values, not a float)")
+    assert int(count) == 12
+
+
+@pytest.mark.exercise("6.4")
+def test_cumulative_average_with_momentum_none():
+    bn = nn.BatchNorm1d(3, momentum=None, merge_running_stats=True, dtype=np.float64)
+    windows = (X[:3], X[3:])
+    for i, window in enumerate(windows):
+        bn(minigrad.tensor(window))
+        assert bn.apply_merged_running_stats() is True
+        assert int(bn.num_batches_tracked.item()) == i + 1
+    first, second = _summary(windows[0]), _summary(windows[1])
+    assert_close(bn.running_mean, (first["mean"] + second["mean"]) / 2,
+                 "running_mean after two windows with momentum=None",
+                 [(0.9 * 0.1 * first["mean"] + 0.1 * second["mean"],
+                   "momentum=None is the cumulative average: the factor is "
+                   "1 / num_batches_tracked (use self._next_factor()), not 0.1")])
+    assert_close(bn.running_var, (first["m2"] / 5 + second["m2"] / 5) / 2,
+                 "running_var after two windows with momentum=None (mean of the unbiased "
+                 "variances M2 / (n - 1))")
