@@ -102,6 +102,26 @@ def test_unscale_records_inf_and_nan_so_the_step_is_skipped():
 
 
 @pytest.mark.exercise("12.2")
+def test_unscale_covers_every_parameter_group():
+    a = minigrad.tensor(np.zeros(2, np.float32), requires_grad=True)
+    b = minigrad.tensor(np.zeros(2, np.float32), requires_grad=True)
+    opt = SGD([{"params": [a]}, {"params": [b], "lr": 0.1}], lr=1.0)
+    a.grad = minigrad.tensor(np.array([4.0, 8.0], np.float32))
+    b.grad = minigrad.tensor(np.array([12.0, -4.0], np.float32))
+    scaler = GradScaler(init_scale=4.0)
+    scaler.unscale_(opt)
+    assert_close(b.grad, np.array([3.0, -1.0]), "the second group's gradient after unscale_ "
+                 "with S = 4", [(np.array([12.0, -4.0]), "only the first parameter group was "
+                                "unscaled: loop over every group of optimizer.param_groups")])
+    b.grad = minigrad.tensor(np.array([1.0, np.inf], np.float32))
+    scaler.update()
+    scaler.unscale_(opt)
+    assert scaler.found_inf(opt) is True, \
+        "the second parameter group's gradient holds inf, but found_inf is not True: " \
+        "check the gradients of every group"
+
+
+@pytest.mark.exercise("12.2")
 def test_the_window_update_uses_the_unscaled_full_batch_gradient():
     x = rng(3).standard_normal((6, 3))
     w = minigrad.tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)

@@ -163,3 +163,12 @@ def test_completion_tokens_of_a_padded_window():
         f"2 pairs with completions of 3 and 1 tokens hold 4 completion tokens, got " \
         f"{completion_tokens(y)} (padding and prompt positions do not count)"
     assert completion_tokens(make_sft_batch(pairs[:1])[1]) == 3
+
+
+@pytest.mark.exercise("13.4")
+def test_completion_tokens_honours_its_ignore_index():
+    targets = np.array([[-1, -1, 4, 5], [-1, 7, -100, -1]])
+    got = completion_tokens(targets, ignore_index=-1)
+    assert got == 4, \
+        f"completion_tokens(targets, ignore_index=-1) gave {got}, expected 4 (4 targets are " \
+        "not -1); compare with the ignore_index given, not with -100"

@@ -93,3 +93,19 @@ def test_each_term_has_its_own_moving_average():
                  hints=[(ratio_avg, "the average of the per-window ratios tr Σ / |G|² is "
                          "biased (a noisy |G|² near 0 explodes it): average each term "
                          "separately and divide the averages")])
+
+
+@pytest.mark.exercise("14.1")
+def test_moving_averages_keep_beta_of_the_old_value():
+    tracker = NoiseScaleTracker([], beta=0.9)
+    tracker.update(10.0, 200.0)
+    tracker.update(20.0, 100.0)
+    tracker.close()
+    # raw averages 0.1·10 → 0.9·1 + 0.1·20 = 2.9; bias correction 1 − 0.9² = 0.19
+    expected = [2.9 / 0.19, (0.9 * 20.0 + 0.1 * 100.0) / 0.19]
+    swapped = [(0.1 * 9.0 + 0.9 * 20.0) / 0.19, (0.1 * 180.0 + 0.9 * 100.0) / 0.19]
+    assert_close([tracker.grad_sq, tracker.trace], expected,
+                 "the smoothed (|G|², tr Σ) after two windows with beta = 0.9",
+                 hints=[(swapped, "the old average is weighted 1 − beta and the new value "
+                         "beta; a moving average keeps beta of the old: "
+                         "avg = beta·avg + (1 − beta)·value")])
