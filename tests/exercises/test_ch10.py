@@ -244,3 +244,66 @@ def test_every_item_of_a_window_lands_once(size, window, k, W):
             f"micro-batches (the same step() count on every rank), got {counts}"
         assert all(len(mb) > 0 for rank_mbs in mbs for mb in rank_mbs), \
             f"window {w}: an empty micro-batch"
+
+
+@pytest.mark.exercise("10.1")
+def test_the_window_loss_is_the_global_item_weighted_mean():
+    results = run_two_ranks(lambda comm: _one_window(comm))
+    expected = float(((X @ W0) ** 2).sum() / 8)
+    for rank, (w, acc, updated) in enumerate(results):
+        local = SHARDS[rank]
+        own = float(sum(((x @ W0) ** 2).sum() for x in local) / sum(len(x) for x in local))
+        assert acc.window_loss is not None and np.isclose(acc.window_loss, expected), \
+            f"rank {rank}: window_loss is {acc.window_loss}, the item-weighted mean loss of " \
+            f"the 8 items of both ranks is {expected}" + (
+                " (this rank's own loss sum over the global count: write the summed loss "
+                "sum back too)" if acc.window_loss is not None
+                and np.isclose(acc.window_loss, own * len(np.concatenate(local)) / 8) else "")
+
+
+@pytest.mark.exercise("10.1")
+def test_a_window_empty_on_every_rank_is_no_update_and_no_skip():
+    def work(comm):
+        w = minigrad.tensor(W0.copy(), requires_grad=True)
+        acc = GradientAccumulator(SGD([w], lr=0.1), 2, comm=comm)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            flushed = acc.flush()            # nothing pending on either rank
+        return flushed, acc, w.numpy()
+    for rank, (flushed, acc, w) in enumerate(run_two_ranks(work)):
+        assert flushed is False and acc.updates == 0 and acc.skipped_windows == 0, \
+            f"rank {rank}: flush() with no items on any rank gave {flushed} (updates=" \
+            f"{acc.updates}, skipped_windows={acc.skipped_windows}); when the summed item " \
+            "total is 0, reset the window and return False: there is nothing to skip"
+        assert np.array_equal(w, W0), f"rank {rank}: an empty window leaves the parameters"
+
+
+@pytest.mark.exercise("10.1")
+def test_a_rank_without_items_takes_the_other_ranks_step():
+    def work(comm):
+        w = minigrad.tensor(W0.copy(), requires_grad=True)
+        acc = GradientAccumulator(SGD([w], lr=0.1), 2, comm=comm)
+        if comm.Get_rank() == 0:
+            acc.backward(_mean_loss(w, X[:4]), num_items=4)
+            acc.step()
+        return acc.flush(), w.numpy()
+    expected = W0 - 0.1 * _grad_of_sum(X[:4]) / 4
+    for rank, (flushed, w) in enumerate(run_two_ranks(work)):
+        assert flushed is True, f"rank {rank}: rank 0 holds 4 items, so every rank updates " \
+                                f"(flush() gave {flushed})"
+        assert_close(w, expected, f"rank {rank}'s parameters (rank 1 had an empty shard)")
+
+
+@pytest.mark.exercise("10.1")
+def test_float16_parameters_get_float16_gradients_back():
+    def work(comm):
+        w = minigrad.tensor(np.array([1.0, -2.0], np.float16), requires_grad=True)
+        acc = GradientAccumulator(SGD([w], lr=0.1), 1, comm=comm)
+        acc.backward((w * w).sum(), num_items=1)
+        dist.reduce_window(acc)
+        return w.grad
+    for rank, grad in enumerate(run_two_ranks(work)):
+        assert grad.dtype == np.float16, \
+            f"rank {rank}: a float16 parameter got a {grad.dtype} gradient back; the buffer " \
+            "is at least float32, cast each gradient back to its parameter's dtype"
+        np.testing.assert_allclose(grad.numpy(), [4.0, -8.0])
