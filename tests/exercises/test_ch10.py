@@ -307,3 +307,20 @@ def test_float16_parameters_get_float16_gradients_back():
             f"rank {rank}: a float16 parameter got a {grad.dtype} gradient back; the buffer " \
             "is at least float32, cast each gradient back to its parameter's dtype"
         np.testing.assert_allclose(grad.numpy(), [4.0, -8.0])
+
+
+@pytest.mark.exercise("10.3")
+@pytest.mark.parametrize("size, window, k, W", [(11, 6, 3, 2), (19, 12, 4, 3)])
+def test_a_short_last_window_gives_every_rank_the_same_step_count(size, window, k, W):
+    samplers, per_rank = _all_batches(dict(dataset_size=size, window_size=window,
+                                           accumulation_steps=k, seed=4), W)
+    last = len(samplers[0]) - 1
+    n = len(samplers[0].window_indices(last))
+    shards = [sum(len(mb) for mb in per_rank[r][last]) for r in range(W)]
+    counts = [len(per_rank[r][last]) for r in range(W)]
+    expected = min(k, n // W)
+    assert counts == [expected] * W, \
+        f"the last window holds {n} items over {W} ranks (shards {shards}) with k = {k}: " \
+        f"every rank needs min(k, n // W) = {expected} micro-batches, got {counts}; a count " \
+        "taken from the rank's own shard differs between ranks, and a rank with fewer " \
+        "step() calls leaves the others waiting in the all-reduce"
