@@ -58,3 +58,49 @@ def test_sampling_draws_from_the_softmax_with_temperature():
     assert abs(share - expected) < 0.03, \
         f"with temperature 2, 'b' was drawn {share:.3f} of the time; softmax(logits / T) " \
         f"gives {expected:.3f}"
+
+
+@pytest.mark.exercise("8.1")
+@pytest.mark.parametrize("text, unknown, pos", [("dab", "a", 1), ("ow!", "!", 2), ("hex", "x", 2)])
+def test_encode_names_an_unknown_character_and_its_position(text, unknown, pos):
+    tok = CharTokenizer("hello world")          # " dehlorw": 'a' and '!' sort among them
+    with pytest.raises(ValueError) as info:
+        ids = tok.encode(text)
+        pytest.fail(f"encode({text!r}) gave {ids.tolist()}; {unknown!r} is not in the "
+                    "vocabulary: searchsorted gives the id where it would go, check that the "
+                    "character there is the same one")
+    assert repr(unknown) in str(info.value) and f"position {pos}" in str(info.value), \
+        f"encode({text!r}) raised {info.value}; it must name {unknown!r} and its position {pos}"
+
+
+@pytest.mark.exercise("8.1")
+def test_encode_and_decode_non_ascii_characters():
+    tok = CharTokenizer("héllo wörld ✓")
+    ids = tok.encode("wö✓é")
+    assert ids.tolist() == [tok.vocab.index(c) for c in "wö✓é"], \
+        f"encode('wö✓é') gave {ids.tolist()}: one id per character (code point), not per " \
+        "UTF-8 byte"
+    assert tok.decode(ids) == "wö✓é"
+
+
+@pytest.mark.exercise("8.2")
+def test_sampling_survives_large_logits():
+    tok = CharTokenizer("ab")
+    logits = np.array([[1000.0, 1000.0 + np.log(3)]] * 2)    # p(b) = 3/4, exp overflows
+    with np.errstate(all="ignore"):
+        text = sample_text(_Table(logits), tok, "a", 400, rng=np.random.default_rng(3))
+    share = text[1:].count("b") / 400
+    assert abs(share - 0.75) < 0.1, \
+        f"with logits near 1000 'b' was drawn {share:.3f} of the time, not about 0.75: " \
+        "subtract the largest logit before exp (exp(1000) is inf)"
+
+
+@pytest.mark.exercise("8.2")
+def test_sampling_draws_from_the_rng_given():
+    tok = CharTokenizer("ab")
+    logits = np.zeros((2, 2))
+    texts = {sample_text(_Table(logits), tok, "a", 60, rng=np.random.default_rng(7))
+             for _ in range(3)}
+    assert len(texts) == 1, \
+        "three samples with np.random.default_rng(7) differ: draw with the rng argument, " \
+        "not with a global generator"
