@@ -99,3 +99,23 @@ def test_a_deadlocking_schedule_is_reported():
                 [("F", 1), ("F", 0), ("B", 0), ("B", 1)]]
     with pytest.raises(ValueError, match="deadlock"):
         simulate(schedule)
+
+
+@pytest.mark.exercise("11.3")
+def test_simulate_uses_each_stage_s_own_times_and_waits_for_a_busy_stage():
+    # stage 1 is slower: its F1 is ready at 2 (F1 of stage 0 ends) but waits for its F0
+    result = simulate(GPIPE_2_2, t_forward=(1.0, 3.0), t_backward=(2.0, 4.0))
+    rows = sorted(tuple(r) for r in result.timeline)
+    expected = sorted([(0, "F", 0, 0.0, 1.0), (0, "F", 1, 1.0, 2.0),
+                       (1, "F", 0, 1.0, 4.0), (1, "F", 1, 4.0, 7.0),
+                       (1, "B", 0, 7.0, 11.0), (1, "B", 1, 11.0, 15.0),
+                       (0, "B", 0, 11.0, 13.0), (0, "B", 1, 15.0, 17.0)])
+    if (1, "F", 1, 2.0, 5.0) in rows:
+        pytest.fail("stage 1 starts F1 at 2.0 while it still runs F0 (until 4.0): an op "
+                    "starts at max(the end of its stage's previous op, the end of its "
+                    "dependency)", pytrace=False)
+    assert rows == expected, \
+        f"GPipe p = 2, m = 2 with t_forward = (1, 3), t_backward = (2, 4) per stage: the " \
+        f"timeline is {rows}; expected {expected}: an op of stage s lasts " \
+        "t_forward[s] or t_backward[s], that stage's own time"
+    assert result.makespan == 17.0, f"makespan {result.makespan}, expected 17"

@@ -265,3 +265,36 @@ def test_nf4_round_trip_error_on_normal_weights():
     assert error < 0.11, \
         f"relative error of the NF4 round trip is {error:.3f}; with blocks of 64 and the " \
         "nearest of 16 normal-quantile levels it is about 0.09"
+
+
+@pytest.mark.exercise("12.4")
+def test_nf4_an_all_zero_block_gets_the_code_of_zero():
+    w = np.array([0.0, 0.0, 0.0, 0.0, -2.0, 1.0, 0.0, 0.5], np.float32)
+    with np.errstate(all="raise"):
+        try:
+            packed, absmax = quantize_4bit(w, "nf4", blocksize=4)
+        except FloatingPointError as error:
+            pytest.fail(f"quantize_4bit on a block of zeros raised {error!r}: an all-zero block "
+                        "has absmax 0; divide by 1 there instead of 0", pytrace=False)
+    codes = _nibbles(packed).tolist()
+    assert codes[:4] == [7, 7, 7, 7], \
+        f"the block of zeros got codes {codes[:4]}, expected [7, 7, 7, 7] (NF4_LEVELS[7] = 0): " \
+        "its absmax is 0, so divide by 1 there, not by 0 (0/0 is NaN)"
+    assert np.asarray(absmax).tolist() == [0.0, 2.0], \
+        f"absmax = {np.asarray(absmax).tolist()}, expected [0.0, 2.0]: the largest MAGNITUDE " \
+        "|w| of each block (-2.0 dominates the second block), not its largest value"
+    assert codes[4:] == [0, 12, 7, 10], \
+        f"the second block [-2, 1, 0, 0.5] got codes {codes[4:]}, expected [0, 12, 7, 10]: " \
+        "divided by absmax 2 it is [-1, 0.5, 0, 0.25], nearest to levels 0, 12, 7 and 10"
+
+
+@pytest.mark.exercise("12.4")
+def test_nf4_a_value_halfway_between_two_levels_takes_the_lower():
+    from minigrad.quantization import nearest_level
+    levels = NF4_LEVELS.astype(np.float64)
+    halfway = (levels[1:] + levels[:-1]) / 2
+    got = np.asarray(nearest_level(halfway, NF4_LEVELS)).tolist()
+    assert got == list(range(15)), \
+        f"the midpoints between levels k and k+1 got codes {got}, expected {list(range(15))}: " \
+        "a value exactly halfway takes the LOWER level (bitsandbytes compares with > the " \
+        "midpoints: searchsorted(midpoints, x, side='left'))"

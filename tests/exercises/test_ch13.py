@@ -172,3 +172,32 @@ def test_completion_tokens_honours_its_ignore_index():
     assert got == 4, \
         f"completion_tokens(targets, ignore_index=-1) gave {got}, expected 4 (4 targets are " \
         "not -1); compare with the ignore_index given, not with -100"
+
+
+class _DropEverything(nn.Module):
+    """A stand-in for the LoRA dropout: records the shapes it sees, drops all."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def forward(self, x):
+        self.seen.append(tuple(x.shape))
+        return x * 0.0
+
+
+@pytest.mark.exercise("13.3")
+def test_lora_dropout_drops_the_adapter_s_input():
+    minigrad.set_default_dtype(np.float64)
+    layer = nn.LoRALinear(nn.Linear(4, 3), r=2, lora_alpha=2.0, lora_dropout=0.5)
+    layer.lora_B.weight.data[...] = rng(138).standard_normal((3, 2))
+    layer.lora_dropout = _DropEverything()
+    x = rng(139).standard_normal((5, 4))
+    out = layer(minigrad.tensor(x))
+    assert layer.lora_dropout.seen == [(5, 4)], \
+        f"the LoRA dropout was called on shapes {layer.lora_dropout.seen}, expected once on " \
+        "the input x (5, 4): PEFT drops out the adapter's INPUT, B A dropout(x), not its " \
+        "output, and not the base layer's"
+    W, b = layer.base_layer.weight.numpy(), layer.base_layer.bias.numpy()
+    assert_close(out, x @ W.T + b, "LoRALinear(x) when the dropout drops every input of the "
+                 "adapter (only the base layer remains)", hints=[])
