@@ -166,7 +166,7 @@ def test_completion_tokens_of_a_padded_window():
 
 
 @pytest.mark.exercise("13.4")
-def test_completion_tokens_honours_its_ignore_index():
+def test_completion_tokens_honors_its_ignore_index():
     targets = np.array([[-1, -1, 4, 5], [-1, 7, -100, -1]])
     got = completion_tokens(targets, ignore_index=-1)
     assert got == 4, \
