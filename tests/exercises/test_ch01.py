@@ -51,15 +51,20 @@ def test_exp_backward():
 @pytest.mark.exercise("1.4")
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_exp_backward_keeps_the_dtype(dtype):
-    a = np.array([-1.0, 0.0, 2.0], dtype=dtype)
-    g = np.array([1.0, 3.0, 0.5], dtype=dtype)
-    fn = Exp()
+    a, g = np.array([-1.0, 0.0, 2.0], dtype=dtype), np.array([1.0, 3.0, 0.5], dtype=dtype)
+    ga = _backward_in_dtype(Exp(), a, g, "multiply g by the saved output as it is")
+    assert_close(ga, g * np.exp(a), "Exp.backward", rtol=1e-3)
+
+
+def _backward_in_dtype(fn, a, g, how):
+    """``fn``'s input gradient for input ``a`` and upstream ``g`` (float32 or
+    float16), checked to keep their dtype; ``how`` says what to do instead."""
     fn(minigrad.tensor(a, requires_grad=True))
     ga = fn.backward(g)
-    assert ga.dtype == dtype, \
-        f"Exp.backward gave a {ga.dtype} gradient for a {np.dtype(dtype)} input: " \
-        "multiply g by the saved output as it is, without casting it"
-    assert_close(ga, g * np.exp(a), "Exp.backward", rtol=1e-3)
+    assert ga.dtype == a.dtype, \
+        f"{type(fn).__name__}.backward gave a {ga.dtype} gradient for a {a.dtype} input: " \
+        f"{how}, without casting it"
+    return ga
 
 
 @pytest.mark.exercise("1.5")
@@ -81,28 +86,16 @@ def test_tanh_backward():
 @pytest.mark.exercise("1.5")
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_log_backward_keeps_the_dtype(dtype):
-    a = np.array([0.5, 1.0, 4.0], dtype=dtype)
-    g = np.array([1.0, 3.0, 2.0], dtype=dtype)
-    fn = Log()
-    fn(minigrad.tensor(a, requires_grad=True))
-    ga = fn.backward(g)
-    assert ga.dtype == dtype, \
-        f"Log.backward gave a {ga.dtype} gradient for a {np.dtype(dtype)} input: " \
-        "divide g by the saved input as it is, without casting it"
+    a, g = np.array([0.5, 1.0, 4.0], dtype=dtype), np.array([1.0, 3.0, 2.0], dtype=dtype)
+    ga = _backward_in_dtype(Log(), a, g, "divide g by the saved input as it is")
     assert_close(ga, [2.0, 3.0, 0.5], "Log.backward", rtol=1e-3)
 
 
 @pytest.mark.exercise("1.6")
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_tanh_backward_keeps_the_dtype(dtype):
-    a = np.array([-1.0, 0.0, 0.5], dtype=dtype)
-    g = np.array([1.0, 3.0, 2.0], dtype=dtype)
-    fn = Tanh()
-    fn(minigrad.tensor(a, requires_grad=True))
-    ga = fn.backward(g)
-    assert ga.dtype == dtype, \
-        f"Tanh.backward gave a {ga.dtype} gradient for a {np.dtype(dtype)} input: " \
-        "use the saved output as it is, without casting it"
+    a, g = np.array([-1.0, 0.0, 0.5], dtype=dtype), np.array([1.0, 3.0, 2.0], dtype=dtype)
+    ga = _backward_in_dtype(Tanh(), a, g, "use the saved output as it is")
     t = np.tanh(a.astype(np.float64))
     assert_close(ga, g * (1 - t * t), "Tanh.backward", rtol=2e-3, atol=1e-3)
 

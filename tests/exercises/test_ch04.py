@@ -168,17 +168,23 @@ def test_a_micro_batch_counts_its_items_and_its_loss_times_its_items():
            else ""))
 
 
-@pytest.mark.exercise("4.4")     # two micro-batches need step(); k = 3 keeps the window open
-def test_the_window_loss_is_the_item_weighted_mean():
+def _micro_batches_of_1_and_3_items(accumulation_steps):
+    """An accumulator (lr 0) after micro-batches of 1 and 3 items, each followed by
+    step(); and their item-weighted mean loss (1·L1 + 3·L2) / 4."""
     w = _model()
-    acc = GradientAccumulator(SGD([w], lr=0.0), accumulation_steps=3)
+    acc = GradientAccumulator(SGD([w], lr=0.0), accumulation_steps=accumulation_steps)
     losses = []
     for rows in (X[:1], X[1:4]):
         loss = _mean_loss(w, rows)
         losses.append(loss.item())
         acc.backward(loss, num_items=len(rows))
         acc.step()
-    expected = (1 * losses[0] + 3 * losses[1]) / 4
+    return acc, (1 * losses[0] + 3 * losses[1]) / 4
+
+
+@pytest.mark.exercise("4.4")     # two micro-batches need step(); k = 3 keeps the window open
+def test_the_window_loss_is_the_item_weighted_mean():
+    acc, expected = _micro_batches_of_1_and_3_items(accumulation_steps=3)
     mean = acc.window.loss_sum / acc.window.item_total
     assert mean == pytest.approx(expected, rel=1e-12), \
         f"window.loss_sum / window.item_total is {mean}; expected the item-weighted mean " \
@@ -252,15 +258,7 @@ def test_step_returns_false_when_the_window_is_skipped():
 
 @pytest.mark.exercise("4.5")
 def test_the_window_loss_is_the_mean_over_the_items():
-    w = _model()
-    acc = GradientAccumulator(SGD([w], lr=0.0), accumulation_steps=2)
-    losses = []
-    for rows in (X[:1], X[1:4]):
-        loss = _mean_loss(w, rows)
-        losses.append(loss.item())
-        acc.backward(loss, num_items=len(rows))
-        acc.step()
-    expected = (1 * losses[0] + 3 * losses[1]) / 4
+    acc, expected = _micro_batches_of_1_and_3_items(accumulation_steps=2)
     assert acc.window_loss == pytest.approx(expected, rel=1e-12), (
         f"window_loss after a window of 1 + 3 items is {acc.window_loss}; expected "
         f"(1·L1 + 3·L2) / 4 = {expected}, the loss sum divided by the item total" + (
