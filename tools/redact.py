@@ -142,11 +142,33 @@ class Redactor:
                         found.add(region.exercise_id)
         return sorted(found, key=exercises.sort_key)
 
-    def statement(self, ident: str, document: str) -> str:
-        """One markdown paragraph: the exercise, where its code goes, a link."""
-        region = self.by_id[ident][0]
-        where = f"`{region.path}::{self.outer_function(region)}`" if region.function \
-            else f"`{region.path}`"
+    def regions_shown(self, ident: str, body: str) -> list:
+        """The regions of ``ident`` whose secret lines the quoted ``body`` shows (an
+        exercise of two functions: the one this block quotes); its first region
+        when no line tells."""
+        shown = {line.strip() for line in body.splitlines()}
+        found = []
+        for region in self.by_id[ident]:
+            if region.path not in self._sources:
+                path = self.root / region.path
+                self._sources[region.path] = path.read_text(encoding="utf-8") \
+                    if path.is_file() else ""
+            lines = self._sources[region.path].splitlines(keepends=True)
+            if any(ident in self.secret.get(line.strip(), ()) and line.strip() in shown
+                   for line in _body_lines(lines, region)):
+                found.append(region)
+        return found or self.by_id[ident][:1]
+
+    def statement(self, ident: str, document: str, body: str = "") -> str:
+        """One markdown paragraph: the exercise, where its code goes (the function
+        the quoted ``body`` shows), a link."""
+        places = []
+        for region in self.regions_shown(ident, body):
+            place = f"`{region.path}::{self.outer_function(region)}`" if region.function \
+                else f"`{region.path}`"
+            if place not in places:
+                places.append(place)
+        where = " and ".join(places)
         target = exercises.chapter_link(self.root, ident)          # chapters/NN_x.md#...
         doc_dir = Path(document).parent
         file_part, _, anchor = target.partition("#")
@@ -193,7 +215,7 @@ class Redactor:
             ids = self.exercises_shown(m.group("info"), body)
             if ids:
                 self.replaced.append((document, start + 1, ids))
-                statement = "\n".join(self.statement(x, document) for x in ids) + "\n"
+                statement = "\n".join(self.statement(x, document, body) for x in ids) + "\n"
                 previous = [x for x in out if x.strip()][-1:]
                 if previous == [statement]:             # two quotes of one exercise in a row
                     while out and not out[-1].strip():

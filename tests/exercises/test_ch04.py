@@ -308,3 +308,19 @@ def test_a_float16_gradient_is_divided_by_a_large_item_total():
                                "the gradient became 0: divide by "
                                "backend.count_as(total, g), not by the Python number (in a "
                                "float16 division 80,000 is inf)")], rtol=1e-2, atol=1e-3)
+
+
+@pytest.mark.exercise("4.3")
+def test_a_loss_of_shape_1_is_seeded_in_its_own_shape():
+    w = _model()
+    acc = GradientAccumulator(SGD([w], lr=0.1), accumulation_steps=2)
+    loss = _mean_loss(w, X[:3]).reshape(1)      # a one-element loss of shape (1,)
+    try:
+        acc.backward(loss, num_items=3)
+    except ValueError as e:
+        pytest.fail(f"backward(loss of shape (1,), num_items=3) raised {e}: seed backward "
+                    "with an array of the loss's own shape and dtype, filled with n_j times "
+                    "the loss scale, not with a bare number", pytrace=False)
+    w0 = np.array([0.5, -1.0, 2.0])
+    expected = 3 * 2 * X[:3].T @ (X[:3] @ w0) / 3       # n_j times the mean loss's gradient
+    assert_close(w.grad, expected, ".grad after one micro-batch of 3 items (loss of shape (1,))")

@@ -113,3 +113,13 @@ def test_no_link_of_the_copy_dangles(copy):
     assert not dangling, dangling[:10]
     text = (dest / "chapters" / "01_autograd.md").read_text(encoding="utf-8")
     assert "the answers (with your teacher" in text
+
+
+def test_a_quote_of_an_exercise_s_second_function_names_that_function(copy):
+    """Exercise 4.3 is written in two methods; chapter 04 quotes each apart, and
+    each placeholder names the method its quote showed."""
+    dest, _ = copy
+    text = (dest / "chapters/04_gradient_accumulation.md").read_text(encoding="utf-8")
+    placed = re.findall(r"> \*\*Exercise 4\.3 —.*?in `([^`]+)`", text)
+    assert placed == ["minigrad/optim/accumulation.py::GradientAccumulator._weighted_backward",
+                      "minigrad/optim/accumulation.py::GradientAccumulator._count_micro_batch"]
