@@ -29,6 +29,17 @@ from .tensor_functions import (acos, acosh, addmm, allclose, arccos, arccosh, ar
                                dot, einsum, flip, fmod, isclose, logaddexp, logcumsumexp, mm,
                                moveaxis, movedim, mv, nonzero, repeat_interleave, sinh,
                                split, std_mean, tan, tile, var_mean)
+from .tensor_functions import (addbmm, addcdiv, addcmul, addmv, addr, aminmax,  # noqa: E402
+                               atleast_1d, atleast_2d, atleast_3d, broadcast_shapes,
+                               broadcast_tensors, column_stack, count_nonzero, cross,
+                               deg2rad, diag, diff, dist, dsplit, dstack, expm1, float_power,
+                               fliplr, flipud, fmax, fmin, frac, ger, hsplit, hstack, hypot,
+                               inner, isneginf, isposinf, kron, log1p, logaddexp2,
+                               logical_and, logical_not, logical_or, logical_xor, logit,
+                               masked_select, nan_to_num, nanmean, nansum, narrow, outer,
+                               positive, rad2deg, ravel, reciprocal, rot90, rsub, select,
+                               sgn, signbit, sinc, take, tensor_split, tensordot, trace,
+                               unbind, vsplit, vstack, xlogy)
 
 # Last: these build on everything above.
 from . import data, nn, optim  # noqa: E402

@@ -36,3 +36,10 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, axis=None,
     dim = dim if axis is None else axis
     keepdim = check_bool("vector_norm", "keepdim", keepdim if keepdims is None else keepdims)
     return VectorNorm(check_ord(ord), dim, keepdim)(x)
+
+
+def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:  # noqa: A002
+    """The cross product of 3-vectors along ``dim`` (default the last one),
+    input and other broadcast (``torch.linalg.cross``).  Raises ValueError
+    when that dimension does not have size 3."""
+    return input.cross(other, dim)

@@ -18,6 +18,7 @@ from .functions import linalg as L
 from .functions import reduction as R
 from .functions import shape as S
 from .functions import softmax as SM
+from .tensor_more import TensorMore
 from .tensor_ops import TensorOps, clamp_tensor
 
 float16, float32, float64 = np.float16, np.float32, np.float64
@@ -96,7 +97,7 @@ def as_tensor_like(x, reference=None) -> "Tensor":
     raise TypeError(f"expected a Tensor, an array or a number, got {type(x).__name__}")
 
 
-class Tensor(TensorOps):
+class Tensor(TensorOps, TensorMore):
     """A multi-dimensional array that records operations for automatic differentiation.
 
     Make one with :func:`minigrad.tensor`; ``Tensor(array)`` wraps an array
@@ -112,8 +113,9 @@ class Tensor(TensorOps):
     In-place operators and methods (``+=``, ``add_``, ``zero_``, ``t[i] = v``,
     ...) change the tensor itself; see :mod:`minigrad.inplace` for when they
     are allowed.  More of PyTorch's methods (split, cumprod, mm, the
-    bitwise operators, ...) come from the base class
-    :class:`minigrad.tensor_ops.TensorOps`.
+    bitwise operators, ...) come from the base classes
+    :class:`minigrad.tensor_ops.TensorOps` and
+    :class:`minigrad.tensor_more.TensorMore` (trace, kron, nansum, ...).
     """
 
     __slots__ = ("_data", "_grad", "_requires_grad", "_creator", "_output_index",

@@ -19,5 +19,6 @@ def test_opinfo_samples_agree_with_pytorch():
     bad = [f"{outcome} {op} {label} #{i}: {detail}"
            for op, label, i, outcome, detail in records if outcome in ("wrong", "crash")]
     assert not bad, f"{len(bad)} samples differ from PyTorch:\n" + "\n".join(bad[:40])
-    assert len(matched) >= 260, f"only {len(matched)} OpInfo operators matched"
+    operators = set(matched.values())       # an operator's variants count once
+    assert len(operators) >= 260, f"only {len(operators)} OpInfo operators matched"
     assert counts["pass"] >= 1500, dict(counts)

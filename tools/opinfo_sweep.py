@@ -112,7 +112,8 @@ def deliberate_extension(torch, name, sample, label="", err=None):
     if python_numbers and not isinstance(sample.input, torch.Tensor) \
             and label.startswith("minigrad."):
         return "module-level functions take Python numbers as input (NumPy's meaning)"
-    if name in ("atan2", "isclose", "copysign", "fmod", "logaddexp") and scalar \
+    if name in ("atan2", "isclose", "copysign", "fmod", "logaddexp", "logaddexp2", "hypot",
+                "fmax", "fmin", "logical_and", "logical_or", "logical_xor") and scalar \
             and python_numbers:
         return "binary functions take a Python number as the second argument"
     if name in ("mean", "var", "std", "softmax", "log_softmax") and isinstance(
@@ -362,7 +363,7 @@ def run_sample(torch, op, label, fn, sample, rng):
         kind = "crash" if _is_unclear(exc) else "refused"
         return kind, f"backward: {type(exc).__name__}: {str(exc)[:160]}"
     for i, ((t, m), rg) in enumerate(zip(grad_leaves, ref_grads)):
-        want = np.zeros(tuple(t.shape)) if rg is None else rg.numpy()
+        want = np.zeros(tuple(t.shape)) if rg is None else rg.numpy(force=True)
         have = np.zeros(tuple(t.shape)) if m.grad is None else m.grad.numpy()
         if have.shape != want.shape:
             return "wrong", f"gradient {i}: shape {have.shape}, PyTorch {want.shape}"
@@ -449,7 +450,8 @@ def sweep(ops=None, every=1, verbose=False, errors=True, seed=0, dtype="float64"
     """Run the sweep.  ``every=k`` keeps every k-th sample of each operator.
 
     Returns ``(counts, records, matched)``: outcome counts, a list of
-    ``(op, label, index, outcome, detail)`` and the matched OpInfo names."""
+    ``(op, label, index, outcome, detail)`` and ``{OpInfo entry (name.variant):
+    operator name}`` of the matched operators."""
     import torch
     op_db = import_op_db()
     tdtype = getattr(torch, dtype)
@@ -459,7 +461,7 @@ def sweep(ops=None, every=1, verbose=False, errors=True, seed=0, dtype="float64"
     rng = np.random.default_rng(seed)
     counts = collections.Counter()
     records = []
-    matched = []
+    matched = {}           # OpInfo entry (name.variant) -> operator name
     previous = None
     try:
         for op in op_db:
@@ -478,7 +480,7 @@ def sweep(ops=None, every=1, verbose=False, errors=True, seed=0, dtype="float64"
                     continue
                 sample_dtype, grad = getattr(torch, INTEGER_DTYPE), False
             full = op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
-            matched.append(full)
+            matched[full] = op.name
             try:
                 samples = list(op.sample_inputs("cpu", sample_dtype, requires_grad=grad))
             except Exception:  # noqa: BLE001
@@ -519,8 +521,7 @@ def main(argv=None):
         for full, label, i, outcome, detail in records:
             if outcome == "refused":
                 print(f"refused {full} {label} #{i}: {detail}")
-    names = sorted({m.split(".")[0] if not m.startswith(("nn.", "linalg."))
-                    else m for m in matched})
+    names = set(matched.values())
     print(f"operators matched: {len(matched)} OpInfo entries "
           f"({len(names)} distinct names)")
     print("samples: " + ", ".join(f"{k} {counts[k]}" for k in

@@ -788,3 +788,9 @@ from ..functions.attention import scaled_dot_product_attention  # noqa: E402,F40
 from .functional_more import (adaptive_avg_pool1d, adaptive_avg_pool2d,  # noqa: E402,F401
                               avg_pool1d, celu, fold, hardsigmoid, huber_loss, kl_div,
                               l1_loss, max_pool1d, selu, smooth_l1_loss, unfold)
+from .functional_extra import (cosine_embedding_loss, glu, hardshrink,  # noqa: E402,F401
+                               hinge_embedding_loss, margin_ranking_loss,
+                               multilabel_soft_margin_loss, pairwise_distance,
+                               pixel_shuffle, pixel_unshuffle, poisson_nll_loss, prelu,
+                               rms_norm, soft_margin_loss, softshrink, softsign, tanhshrink,
+                               threshold, triplet_margin_loss)
