@@ -335,10 +335,12 @@ def pytest_sessionfinish(session, exitstatus):
     stash = config.stash[_RESULTS]
     root = Path(config.rootpath)
     if stash.get("student") or config.getoption("--progress"):
+        checked = _checked_exercises(config)
         table = progress_table(stash.get("outcomes", {}), stash.get("collected", {}),
-                               _dependency_map(root), _stubs_left(root))
+                               _dependency_map(root), _stubs_left(root), only=checked)
         stash["table"] = table
-        green = not table or table[-1].endswith("every exercise passed")
+        green = not table or table[-1].endswith(("every exercise passed", "check passed",
+                                                 "check passed so far"))
         # Tests held back (they need an exercise not started) count as failing.
         if not green and session.exitstatus in (0, 5):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -502,15 +504,53 @@ def _dependency_map(root: Path):
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def progress_table(outcomes: dict, collected: dict, mapping, stubs_left) -> list[str]:
+def _checked_exercises(config):
+    """The exercises of ``make check`` (``--exercise`` with ``--whole-exercise``), else None."""
+    text = config.getoption("--exercise")
+    if not text or not config.getoption("--whole-exercise"):
+        return None
+    return [i.strip() for i in text.split(",") if i.strip()]
+
+
+def check_verdict(rows, loose=False) -> str:
+    """The last line of ``make check``: per checked exercise, passed, no failure
+    so far (the tests that can run pass; the others also run an exercise not
+    started), or what to fix; then "check passed", "check passed so far"
+    (``make check`` exits 0) or "check failed" (exit 1)."""
+    words, ok, so_far = [], not loose, False
+    for ident, _, status, tally, detail in rows:
+        if status in ("passed", "skipped"):
+            words.append(f"{ident} passed: all {tally.split('/')[1]} tests that run its "
+                         "code pass")
+        elif status.startswith(("needs", "waits")):
+            other = status.split(" ", 2 if status.startswith("waits") else 1)[-1]
+            so_far = True
+            passed, total = (int(n) for n in tally.split("/"))
+            words.append(f"{ident}: no failure so far ({passed} of its {total} tests pass; "
+                         f"the other {total - passed} also run {other}, not started: do "
+                         f"that, then check {ident} again)")
+        else:
+            ok = False
+            words.append(f"{ident} {status}" + (f": {_shorten(detail)}" if detail else ""))
+    end = "check failed" if not ok else "check passed so far" if so_far else "check passed"
+    return "; ".join(words) + " — " + end
+
+
+def progress_table(outcomes: dict, collected: dict, mapping, stubs_left,
+                   only=None) -> list[str]:
     """The lines of the progress table: one row per exercise whose tests ran,
-    a row for failing tests that exercise no exercise, and a tally."""
+    a row for failing tests that exercise no exercise, and a tally.  With
+    ``only`` (``make check EX=...``), only those exercises' rows (the check
+    ran only their tests; other rows would count a part of theirs) and
+    :func:`check_verdict` as the last line."""
     by_exercise = tests_by_exercise(collected, mapping)
     for nodeid, outcome in outcomes.items():     # a stub named by a failure the
         if outcome[1]:                          # coverage run could not see
             by_exercise.setdefault(outcome[1], set()).add(nodeid)
     rows = []
     for ident in sorted(by_exercise, key=exercises.sort_key):
+        if only is not None and ident not in only:
+            continue
         ran = [outcomes[n] + (n,) for n in sorted(by_exercise[ident]) if n in outcomes]
         if not ran:
             continue
@@ -530,6 +570,8 @@ def progress_table(outcomes: dict, collected: dict, mapping, stubs_left) -> list
     if loose:
         lines.append(f"{len(loose)} failing test(s) of no exercise: "
                      f"{_shorten(loose[0] + ': ' + outcomes[loose[0]][2])}")
+    if only is not None and rows:
+        return lines + [check_verdict(rows, loose=bool(loose))]
     counts: dict[str, int] = {}
     for row in rows:
         key = row[2].split(" ")[0] if row[2].split(" ")[0] in ("needs", "waits") else row[2]

@@ -289,7 +289,12 @@ for N.M* when your code works but some tests that also run an exercise of a
 later chapter wait for that one, and *failing*
 when your code runs but gives a wrong result: the row names the first failing
 test and its message. `make check EX=N.M` runs the tests of that row (those of
-its chapter and the earlier ones) and shows the full tracebacks.
+its chapter and the earlier ones), shows the full tracebacks and ends with one
+line for that exercise: *check passed* (every test of the row passes), *check
+passed so far* (the tests that can run pass; the others also run an exercise
+you have not started, which the line names: check again once it is done), or
+*check failed* (what to fix). It exits 0 for the first two. Its table shows
+only that exercise's row; `make test` shows every row.
 
 Work through the chapters in order: later material builds on earlier exercises
 (everything backpropagates through the chapter 01 functions), while the tests of

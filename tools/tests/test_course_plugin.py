@@ -200,6 +200,42 @@ def test_tests_of_an_exercise_not_started_are_held_back_and_fail_the_run(tmp_pat
         "not started"), out
 
 
+def test_make_check_says_passed_so_far_while_its_other_tests_wait(tmp_path):
+    """``make check EX=1.1``: 1.1's own tests pass and one more waits for 1.2's
+    stub.  The check shows 1.1's row only, ends with "check passed so far"
+    naming 1.2, and exits 0; once 1.1's test fails it says "check failed"
+    and exits 1."""
+    tree = _tiny_tree(tmp_path, '''
+        import pytest
+
+        def test_uses_mul():
+            raise AssertionError("this test must not run")
+
+        @pytest.mark.exercise("1.1")
+        def test_add():
+            assert True
+
+        @pytest.mark.exercise("1.3")
+        def test_div():
+            assert True
+    ''', {"tests/test_x.py::test_uses_mul": ["1.1", "1.2"]})
+    (tree / "minigrad" / "__init__.py").write_text(
+        'def mul():\n    raise NotImplementedError("Exercise 1.2 — Mul.backward: the '
+        'product rule: see x")\n')
+    code, out = _run(tree, "--exercise", "1.1", "--whole-exercise")
+    last = out.rstrip().splitlines()[-1]
+    assert code == 0, out
+    assert last == ("1.1: no failure so far (1 of its 2 tests pass; the other 1 also run "
+                    "1.2, not started: do that, then check 1.1 again) — check passed so far"), out
+    assert not any(line.startswith(("1.2 ", "1.3 ")) for line in out.splitlines()), out
+    text = (tree / "tests" / "test_x.py").read_text()
+    (tree / "tests" / "test_x.py").write_text(
+        text.replace("def test_add():\n    assert True", "def test_add():\n    assert 0"))
+    code, out = _run(tree, "--exercise", "1.1", "--whole-exercise")
+    assert code == 1 and out.rstrip().endswith("— check failed"), out
+    assert "1.1 failing: tests/test_x.py::test_add" in out.rstrip().splitlines()[-1], out
+
+
 def test_a_chapter_that_does_not_exist_is_an_error_naming_the_chapters(tmp_path):
     tree = _tiny_tree(tmp_path, "def test_x():\n    assert True\n", {})
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
