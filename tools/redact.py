@@ -220,6 +220,11 @@ class Redactor:
                 if previous == [statement]:             # two quotes of one exercise in a row
                     while out and not out[-1].strip():
                         out.pop()
+                elif statement in out and not any(x.startswith("#") for x in
+                                                  out[len(out) - out[::-1].index(statement):]):
+                    # the same exercise a few lines above, in the same section: no repeat
+                    out.append("> (More of " + ", ".join(f"Exercise {x}" for x in ids)
+                               + "'s code, also yours to write.)\n")
                 else:
                     out.append(statement)
             else:
