@@ -286,9 +286,11 @@ while its own stub still raises (the tests that need it are not run: they
 would stop at the stub), *needs N.M* when its tests stop at the stub of
 another exercise of its chapter or an earlier one (do that one too), *waits
 for N.M* when your code works but some tests that also run an exercise of a
-later chapter wait for that one, and *failing*
+later chapter wait for that one, *failing*
 when your code runs but gives a wrong result: the row names the first failing
-test and its message. `make check EX=N.M` runs the tests of that row (those of
+test and its message, and *skipped* when every test of the row was skipped on
+this machine (they compare with PyTorch or need a GPU, which it lacks): that
+row counts as passed. `make check EX=N.M` runs the tests of that row (those of
 its chapter and the earlier ones), shows the full tracebacks and ends with one
 line for that exercise: *check passed* (every test of the row passes), *check
 passed so far* (the tests that can run pass; the others also run an exercise

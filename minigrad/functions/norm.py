@@ -88,12 +88,14 @@ def normalized_grad_into(dxhat, xhat, inv_std, axes):
     one (:func:`_mean_of_product` needs no product array)."""
     if dxhat.size == 0:
         return dxhat
+    # BEGIN SOLUTION ch02.10
     mean_d = _mean_over(dxhat, axes)
     mean_dx = _mean_of_product(dxhat, xhat, axes)
     dxhat -= mean_d
     dxhat -= xhat * mean_dx
     dxhat *= inv_std
     return dxhat
+    # END SOLUTION
 
 
 # Means over the trailing axes of a C-contiguous array, the axes of layer
