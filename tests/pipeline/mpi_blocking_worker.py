@@ -5,7 +5,9 @@ waited on at once: MPI_Ssend's semantics, which is what ``MPI_Send`` does for
 messages too large to buffer).  GPipe still finishes; 1F1B deadlocks, with
 both ranks inside a send.  A send that has not completed after ``DEADLINE``
 seconds is reported as stuck: each rank writes what happened to
-``<prefix>.<rank>.json`` (appending a line per case) and leaves at once.
+``<prefix>.<rank>.json`` (appending a line per case), waits until the other
+rank has written its line for the case (a rank that left first would end the
+job, hydra killing the other before its own deadline), and leaves.
 """
 from __future__ import annotations
 
@@ -36,6 +38,15 @@ def main(prefix):
         with open(path, "a") as f:
             f.write(json.dumps({"rank": rank, **record}) + "\n")
 
+    def wait_for_peer(schedule, seconds=30.0):
+        """Until the other rank's file has a line for ``schedule`` (stuck or finished)."""
+        peer = f"{prefix}.{1 - rank}.json"
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if os.path.exists(peer) and f'"schedule": "{schedule}"' in open(peer).read():
+                return
+            time.sleep(0.01)
+
     def synchronous_send(self, array, dest, j, direction, n_items=0.0, loss=0.0):
         data = np.ascontiguousarray(array)
         header = np.zeros(pipeline_mpi._HEADER)
@@ -48,6 +59,7 @@ def main(prefix):
                 if time.monotonic() > deadline:
                     report(schedule=self.schedule_name, finished=False,
                            stuck_in_send=["F" if direction == 0 else "B", j])
+                    wait_for_peer(self.schedule_name)
                     os._exit(0)       # the other rank is stuck too: leave without MPI
                 time.sleep(0.001)
 
